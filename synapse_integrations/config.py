@@ -1,0 +1,199 @@
+"""Every hyperparameter of the engine, with the SYNAPSE paper's defaults.
+
+The configuration is frozen data, validated when it is built. Each mechanism of
+the paper's ablation table can be switched off by a flag, so the ablation rows
+can be measured on the same memory:
+
+>>> from synapse_integrations import SynapseConfig
+>>> cfg = SynapseConfig()
+>>> cfg.spreading_factor, cfg.decay, cfg.inhibition_beta, cfg.gate_tau
+(0.8, 0.5, 0.15, 0.12)
+>>> cfg.replace(use_fan_effect=False).use_fan_effect
+False
+
+Decisions the paper leaves open are documented in ``docs/concepts.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import ConfigError
+
+TimeUnit = Literal["seconds", "minutes", "hours", "days"]
+
+_SECONDS_PER_UNIT: dict[str, float] = {
+    "seconds": 1.0,
+    "minutes": 60.0,
+    "hours": 3600.0,
+    "days": 86400.0,
+}
+
+
+@dataclass(frozen=True)
+class SynapseConfig:
+    """Hyperparameters of the SYNAPSE engine (defaults from the paper, section 3 and appendix A/C).
+
+    Graph construction
+        consolidation_interval: consolidate every N turns (0 disables automatic consolidation).
+        dedup_threshold: a new concept whose cosine with an existing one exceeds this merges into it.
+        ema_momentum: on a merge, the concept embedding becomes
+            ``normalize(m * old + (1 - m) * new)``.
+        abstraction_weight: weight of episode <-> concept edges (both directions).
+        association_threshold / association_top_k: concept <-> concept edges.
+        temporal_rho / temporal_unit: temporal edge weight ``exp(-rho * |dt|)``, dt in this unit.
+        temporal_bidirectional: also link each episode back to the previous one.
+        prune_top_k: keep only the K strongest incoming edges of each node.
+        dormancy_epsilon / dormancy_windows: nodes whose activation stays below epsilon for W
+            consolidation windows are archived (moved out of the active graph, recoverable).
+
+    Retrieval
+        anchor_top_k: how many BM25 hits and how many dense hits seed the activation.
+        alpha: initial activation ``a0 = alpha * cos(h_i, h_q)`` for anchors.
+        spreading_factor (S), decay (delta), fan effect, inhibition (beta, M),
+        sigmoid firing (gamma, theta), iterations (T).
+        weight_similarity / weight_activation / weight_pagerank: the hybrid score's lambdas.
+        top_k: default number of items returned.
+        gate_tau: reject when the top item's activation is below this.
+
+    Switches (for the paper's ablations)
+        use_bm25, use_dense, use_graph, use_activation, use_fan_effect, use_inhibition,
+        use_decay, use_pagerank, use_gate.
+    """
+
+    # --- embeddings
+    embedding_dim: int = 384
+
+    # --- graph construction (Algorithm 1)
+    consolidation_interval: int = 5
+    dedup_threshold: float = 0.92
+    ema_momentum: float = 0.9
+    abstraction_weight: float = 0.8
+    association_threshold: float = 0.92
+    association_top_k: int = 15
+    temporal_rho: float = 0.01
+    temporal_unit: TimeUnit = "hours"
+    temporal_bidirectional: bool = False
+    prune_top_k: int = 15
+    dormancy_epsilon: float = 0.01
+    dormancy_windows: int = 10
+    max_concepts_per_window: int = 12
+
+    # --- retrieval: triggers and dynamics (section 3.2)
+    anchor_top_k: int = 10
+    alpha: float = 1.0
+    spreading_factor: float = 0.8
+    decay: float = 0.5
+    inhibition_beta: float = 0.15
+    inhibition_top_m: int = 7
+    sigmoid_gamma: float = 5.0
+    sigmoid_theta: float = 0.5
+    iterations: int = 3
+
+    # --- retrieval: hybrid score and gate (sections 3.3, 3.4)
+    weight_similarity: float = 0.5
+    weight_activation: float = 0.3
+    weight_pagerank: float = 0.2
+    pagerank_damping: float = 0.85
+    top_k: int = 30
+    gate_tau: float = 0.12
+
+    # --- mechanism switches
+    use_bm25: bool = True
+    use_dense: bool = True
+    use_graph: bool = True
+    use_activation: bool = True
+    use_fan_effect: bool = True
+    use_inhibition: bool = True
+    use_decay: bool = True
+    use_pagerank: bool = True
+    use_gate: bool = True
+
+    # --- free-form, for extensions (kept JSON-serialisable)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                raise ConfigError(f"invalid SynapseConfig: {what}")
+
+        need(isinstance(self.embedding_dim, int) and self.embedding_dim > 0,
+             f"embedding_dim must be a positive int, got {self.embedding_dim!r}")
+        need(isinstance(self.consolidation_interval, int) and self.consolidation_interval >= 0,
+             f"consolidation_interval must be an int >= 0, got {self.consolidation_interval!r}")
+        for name in ("dedup_threshold", "association_threshold"):
+            v = getattr(self, name)
+            need(-1.0 <= v <= 1.0, f"{name} must be a cosine in [-1, 1], got {v!r}")
+        for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
+                     "pagerank_damping"):
+            v = getattr(self, name)
+            need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")
+        for name in ("association_top_k", "prune_top_k", "dormancy_windows", "anchor_top_k",
+                     "inhibition_top_m", "iterations", "top_k", "max_concepts_per_window"):
+            v = getattr(self, name)
+            need(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                 f"{name} must be an int >= 0, got {v!r}")
+        need(self.top_k >= 1, f"top_k must be >= 1, got {self.top_k!r}")
+        for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
+                     "sigmoid_gamma", "weight_similarity", "weight_activation",
+                     "weight_pagerank", "gate_tau"):
+            v = getattr(self, name)
+            need(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0,
+                 f"{name} must be a finite number >= 0, got {v!r}")
+        need(math.isfinite(self.sigmoid_theta), "sigmoid_theta must be finite")
+        need(self.temporal_unit in _SECONDS_PER_UNIT,
+             f"temporal_unit must be one of {sorted(_SECONDS_PER_UNIT)}, got {self.temporal_unit!r}")
+        need(self.use_bm25 or self.use_dense, "at least one of use_bm25 / use_dense must be on")
+
+    # -- helpers -----------------------------------------------------------------------------
+    @property
+    def seconds_per_time_unit(self) -> float:
+        """Seconds in one ``temporal_unit`` (the unit of ``dt`` in ``exp(-rho * dt)``)."""
+        return _SECONDS_PER_UNIT[self.temporal_unit]
+
+    def replace(self, **changes: Any) -> SynapseConfig:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (stored in snapshot manifests)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SynapseConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(f"unknown SynapseConfig field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def paper(cls) -> SynapseConfig:
+        """The paper's defaults exactly (section 3, appendix A and C)."""
+        return cls()
+
+    @classmethod
+    def ablation(cls, name: str, base: SynapseConfig | None = None) -> SynapseConfig:
+        """A named ablation row of the paper's Table 3.
+
+        >>> SynapseConfig.ablation("no-fan").use_fan_effect
+        False
+        """
+        base = base or cls()
+        table: dict[str, dict[str, Any]] = {
+            "full": {},
+            "no-gate": {"use_gate": False},
+            "no-inhibition": {"use_inhibition": False},
+            "no-fan": {"use_fan_effect": False},
+            "no-decay": {"use_decay": False},
+            "no-pagerank": {"use_pagerank": False},
+            "no-activation": {"use_activation": False},
+            "no-graph": {"use_graph": False},
+        }
+        if name not in table:
+            raise ConfigError(f"unknown ablation {name!r}; choose one of {sorted(table)}")
+        return base.replace(**table[name])
