@@ -1,0 +1,175 @@
+"""Hybrid scoring and the confidence gate (SYNAPSE sections 3.3-3.4, Eq. 5).
+
+Pure functions on arrays; the engine caches their inputs (PageRank is recomputed only at
+consolidation) and calls them per query.
+
+>>> import numpy as np
+>>> sim = np.array([0.9, 0.2, 0.5])
+>>> act = np.array([0.1, 0.9, 0.5])
+>>> pr = np.array([1.0, 0.0, 0.5])
+>>> s = hybrid_score(sim, act, pr, weight_similarity=0.5, weight_activation=0.3,
+...                  weight_pagerank=0.2)
+>>> s.round(2)
+array([0.68, 0.37, 0.5 ])
+>>> top_k(s, 2)
+array([0, 2])
+>>> gate(0.1, tau=0.12)
+True
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from .dynamics import propagation_matrix
+
+__all__ = ["cosine_to_query", "gate", "hybrid_score", "pagerank_scores", "top_k"]
+
+logger = logging.getLogger(__name__)
+
+
+def pagerank_scores(
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    n: int,
+    *,
+    damping: float = 0.85,
+    tol: float = 1e-10,
+    max_iter: int = 200,
+) -> np.ndarray:
+    """Weighted PageRank of the directed graph ``src -> dst``, scaled so the top node has 1.0.
+
+    The iteration is that of ``networkx.pagerank(G, weight="weight")``: each node hands its
+    rank to its out-neighbours in proportion to the edge weights; a dangling node (no
+    out-edges, or out-weights summing to 0) spreads its rank uniformly over all nodes;
+    teleportation is uniform. It stops when the L1 change falls below ``n * tol``; if
+    ``max_iter`` is reached first, a warning is logged and the current estimate returned.
+
+    DECISION (normalisation): raw PageRank sums to 1, so a node's score is about ``1/n`` --
+    negligible next to a cosine in [0, 1] once the memory holds a few hundred items, which
+    would silently switch off lambda_3 of Eq. 5 as the graph grows. Dividing by the maximum
+    puts the most central node at 1.0 at any graph size, keeping lambda_3 meaningful.
+
+    Returns an empty array for ``n == 0``; all ones for a graph without edges.
+
+    >>> pagerank_scores(np.array([0, 1, 2]), np.array([1, 2, 0]), np.ones(3), 3)
+    array([1., 1., 1.])
+    """
+    if not 0.0 <= damping <= 1.0:
+        raise InvalidInputError(f"damping must be in [0, 1], got {damping!r}")
+    # propagation_matrix without fan effect validates the edges and gives A.T (A[j, i] = w_ji).
+    adjacency = propagation_matrix(src, dst, weight, n, use_fan_effect=False).T.tocsr()
+    if n == 0:
+        return np.zeros(0, dtype=np.float64)
+    out_weight = np.asarray(adjacency.sum(axis=1)).ravel()
+    dangling = out_weight == 0
+    inv = np.zeros(n, dtype=np.float64)
+    inv[~dangling] = 1.0 / out_weight[~dangling]
+    # transition.T[i, j] = w_ji / out_weight(j): column-stochastic except dangling columns.
+    transition_t = (adjacency.multiply(inv[:, None])).T.tocsr()
+    uniform = np.full(n, 1.0 / n)
+    x = uniform.copy()
+    for _ in range(max_iter):
+        previous = x
+        x = damping * (transition_t @ previous + previous[dangling].sum() * uniform) \
+            + (1.0 - damping) * uniform
+        if np.abs(x - previous).sum() < n * tol:
+            break
+    else:
+        logger.warning("pagerank_scores: no convergence to tol=%g in %d iterations on %d "
+                       "nodes; using the last estimate", tol, max_iter, n)
+    return x / x.max()
+
+
+def hybrid_score(
+    similarity: np.ndarray,
+    activation: np.ndarray,
+    pagerank: np.ndarray,
+    *,
+    weight_similarity: float,
+    weight_activation: float,
+    weight_pagerank: float,
+) -> np.ndarray:
+    """Eq. 5: ``lambda_1 * sim + lambda_2 * a^(T) + lambda_3 * PageRank``, element-wise.
+
+    The three signal arrays must have the same shape.
+
+    >>> hybrid_score(np.array([1.0]), np.array([0.5]), np.array([0.25]),
+    ...              weight_similarity=0.5, weight_activation=0.3, weight_pagerank=0.2)
+    array([0.7])
+    """
+    sim = np.asarray(similarity, dtype=np.float64)
+    act = np.asarray(activation, dtype=np.float64)
+    pr = np.asarray(pagerank, dtype=np.float64)
+    if not sim.shape == act.shape == pr.shape:
+        raise InvalidInputError(
+            "similarity, activation and pagerank must have the same shape, got "
+            f"{sim.shape}, {act.shape}, {pr.shape}"
+        )
+    return weight_similarity * sim + weight_activation * act + weight_pagerank * pr
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, best first; ties go to the lower index.
+
+    ``O(n + k log k)``: an ``argpartition`` finds the k-th best value, then only the
+    selected entries are sorted. NaN scores rank last. ``k`` larger than the number of
+    scores returns them all; ``k <= 0`` returns an empty array.
+
+    >>> top_k(np.array([0.2, 0.9, 0.5, 0.9]), 3)
+    array([1, 3, 2])
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1:
+        raise InvalidInputError(f"scores must be a 1-D array, got shape {s.shape}")
+    n = s.size
+    k = min(int(k), n)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    key = np.where(np.isnan(s), -np.inf, s)
+    if k < n:
+        kth = key[np.argpartition(-key, k - 1)[k - 1]]  # the k-th best value
+        above = np.flatnonzero(key > kth)
+        tied = np.flatnonzero(key == kth)[: k - above.size]  # lowest indices among the ties
+        chosen = np.concatenate((above, tied))
+    else:
+        chosen = np.arange(n)
+    order = np.lexsort((chosen, -key[chosen]))  # by score descending, then index ascending
+    return chosen[order].astype(np.int64, copy=False)
+
+
+def gate(confidence: float, *, tau: float) -> bool:
+    """The confidence gate of section 3.4: True means REJECT the query.
+
+    Rejects when ``confidence < tau``; a NaN confidence rejects too (nothing trustworthy
+    was retrieved). ``confidence == tau`` passes.
+
+    >>> gate(0.12, tau=0.12), gate(0.119, tau=0.12), gate(float("nan"), tau=0.12)
+    (False, True, True)
+    """
+    confidence = float(confidence)
+    return math.isnan(confidence) or confidence < tau
+
+
+def cosine_to_query(embeddings: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine of each row of ``embeddings`` (shape ``(n, d)``) with ``query`` (shape ``(d,)``).
+
+    Rows and query are assumed unit-norm, so this is a dot product, clipped to [-1, 1] to
+    absorb rounding.
+
+    >>> cosine_to_query(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1.0, 0.0]))
+    array([1., 0.])
+    """
+    emb = np.asarray(embeddings, dtype=np.float64)
+    q = np.asarray(query, dtype=np.float64)
+    if emb.ndim != 2 or q.ndim != 1 or emb.shape[1] != q.shape[0]:
+        raise InvalidInputError(
+            f"embeddings must have shape (n, d) and query shape (d,); got embeddings "
+            f"{emb.shape} and query {q.shape}"
+        )
+    return np.clip(emb @ q, -1.0, 1.0)
