@@ -1,0 +1,194 @@
+"""Benchmark metrics against values computed by hand (the arithmetic is in the comments)."""
+
+from __future__ import annotations
+
+import pytest
+
+from synapse_integrations.bench.metrics import (
+    DEFAULT_GATE_TAUS,
+    aggregate_recall,
+    gate_rates,
+    gate_sweep,
+    percentiles,
+    recall_at_k,
+)
+from synapse_integrations.errors import SynapseError
+
+RANKED = ["D1:1", "D1:2", "D1:3", "D1:4", "D1:5"]
+
+
+# --------------------------------------------------------------------------- recall@k
+
+
+@pytest.mark.parametrize(
+    ("evidence", "k", "expected"),
+    [
+        (["D1:2", "D1:5", "D9:9"], 1, 0 / 3),  # first 1 = {D1:1}: no hit
+        (["D1:2", "D1:5", "D9:9"], 2, 1 / 3),  # first 2 = {D1:1, D1:2}: D1:2 -> 1/3
+        (["D1:2", "D1:5", "D9:9"], 5, 2 / 3),  # all 5: D1:2, D1:5 -> 2/3 (D9:9 never ranked)
+        (["D1:2", "D1:5", "D9:9"], 50, 2 / 3),  # k beyond the ranking changes nothing
+        (["D1:1"], 1, 1.0),  # 1/1
+        (["D1:2", "D1:2", "D1:4"], 2, 1 / 2),  # evidence deduplicated: {D1:2, D1:4}, 1 hit -> 1/2
+    ],
+)
+def test_recall_at_k_hand_cases(evidence: list[str], k: int, expected: float) -> None:
+    assert recall_at_k(RANKED, evidence, k) == pytest.approx(expected)
+
+
+def test_recall_at_k_counts_a_repeated_ranked_id_once() -> None:
+    # first 3 = D1:2, D1:2, D1:3; evidence {D1:2, D1:4} -> 1 hit of 2
+    assert recall_at_k(["D1:2", "D1:2", "D1:3"], ["D1:2", "D1:4"], 3) == 0.5
+
+
+def test_recall_at_k_empty_ranking_is_zero() -> None:
+    assert recall_at_k([], ["D1:1"], 10) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("evidence", "k"),
+    [([], 10), (["D1:1"], 0), (["D1:1"], -1), (["D1:1"], 2.5), ("D1:1", 3)],
+)
+def test_recall_at_k_rejects_bad_input(evidence: object, k: object) -> None:
+    with pytest.raises(ValueError) as info:
+        recall_at_k(RANKED, evidence, k)  # type: ignore[arg-type]
+    assert isinstance(info.value, SynapseError)
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def test_aggregate_recall_per_category_and_pooled() -> None:
+    records = [(1, 1.0), (1, 0.5), (2, 0.0), (4, 1.0), (5, 0.25)]
+    out = aggregate_recall(records)
+    assert set(out) == {"1", "2", "4", "5", "1-4"}  # 3 absent -> omitted
+    assert out["1"] == pytest.approx(0.75)  # (1.0 + 0.5) / 2
+    assert out["2"] == pytest.approx(0.0)
+    assert out["4"] == pytest.approx(1.0)
+    assert out["5"] == pytest.approx(0.25)
+    # pooled over the 4 questions of 1-4: (1.0 + 0.5 + 0.0 + 1.0) / 4 = 0.625,
+    # not the mean of the category means (0.75 + 0.0 + 1.0) / 3 = 0.5833...
+    assert out["1-4"] == pytest.approx(0.625)
+
+
+def test_aggregate_recall_weighted_by_count() -> None:
+    # 3 questions of category 4 at 1.0 and 1 of category 1 at 0.0:
+    # pooled (3 * 1.0 + 0.0) / 4 = 0.75; a mean of means would give 0.5
+    out = aggregate_recall([(4, 1.0), (4, 1.0), (4, 1.0), (1, 0.0)])
+    assert out == pytest.approx({"1": 0.0, "4": 1.0, "1-4": 0.75})
+
+
+def test_aggregate_recall_adversarial_only_has_no_pooled_key() -> None:
+    assert aggregate_recall([(5, 0.5), (5, 1.0)]) == {"5": 0.75}  # (0.5 + 1.0) / 2
+
+
+def test_aggregate_recall_empty_and_generator_input() -> None:
+    assert aggregate_recall([]) == {}
+    out = aggregate_recall((c, r) for c, r in [(3, 0.2), (3, 0.4)])
+    assert out == pytest.approx({"3": 0.3, "1-4": 0.3})  # (0.2 + 0.4) / 2
+
+
+@pytest.mark.parametrize("record", [(0, 1.0), (6, 0.5), (True, 0.5), (1, 1.5), (1, float("nan"))])
+def test_aggregate_recall_rejects_bad_records(record: tuple[object, float]) -> None:
+    with pytest.raises(ValueError):
+        aggregate_recall([record])  # type: ignore[list-item]
+
+
+# --------------------------------------------------------------------------- percentiles
+
+
+def test_percentiles_linear_hand_case() -> None:
+    # sorted 10, 20, 30, 40, 50; position = p/100 * (n - 1)
+    # p50: 0.50 * 4 = 2.0 -> 30; p95: 0.95 * 4 = 3.8 -> 40 + 0.8 * (50 - 40) = 48
+    out = percentiles([50.0, 10.0, 40.0, 20.0, 30.0])
+    assert list(out) == ["p50", "p95"]
+    assert out == pytest.approx({"p50": 30.0, "p95": 48.0})
+    assert all(type(v) is float for v in out.values())
+
+
+def test_percentiles_custom_ps() -> None:
+    # [0, 100]: p0 = 0, p100 = 100, p99.9 = 0.999 * 100 = 99.9, p25 = 25
+    out = percentiles([0.0, 100.0], ps=(0, 25, 99.9, 100))
+    assert out == pytest.approx({"p0": 0.0, "p25": 25.0, "p99.9": 99.9, "p100": 100.0})
+
+
+def test_percentiles_even_count_and_single_value() -> None:
+    # 1, 2, 3, 4: p50 at 0.5 * 3 = 1.5 -> 2 + 0.5 * (3 - 2) = 2.5; p95 at 2.85 -> 3.85
+    assert percentiles([1, 2, 3, 4]) == pytest.approx({"p50": 2.5, "p95": 3.85})
+    assert percentiles([7.0]) == {"p50": 7.0, "p95": 7.0}
+
+
+@pytest.mark.parametrize(
+    ("values", "ps"), [([], (50,)), ([1.0, float("nan")], (50,)), ([1.0], (101,))]
+)
+def test_percentiles_rejects_bad_input(values: list[float], ps: tuple[float, ...]) -> None:
+    with pytest.raises(ValueError):
+        percentiles(values, ps)
+
+
+# --------------------------------------------------------------------------- gate
+
+
+def test_gate_rates_hand_case() -> None:
+    records = [
+        (5, True), (5, True), (5, False),  # 2 of 3 adversarial rejected -> 0.666...
+        (1, True), (2, False), (3, False), (4, False),  # 1 of 4 answerable rejected -> 0.25
+    ]  # fmt: skip
+    out = gate_rates(records)
+    assert set(out) == {"adversarial_rejection", "false_refusal"}
+    assert out["adversarial_rejection"] == pytest.approx(2 / 3)
+    assert out["false_refusal"] == pytest.approx(0.25)
+
+
+def test_gate_rates_missing_kinds_are_zero() -> None:
+    assert gate_rates([]) == {"adversarial_rejection": 0.0, "false_refusal": 0.0}
+    # only answerable questions: 2 of 2 rejected -> 1.0; no category 5 -> 0.0
+    assert gate_rates([(1, True), (4, True)]) == {
+        "adversarial_rejection": 0.0,
+        "false_refusal": 1.0,
+    }
+    # only adversarial: 1 of 2 rejected -> 0.5
+    assert gate_rates([(5, True), (5, False)]) == {
+        "adversarial_rejection": 0.5,
+        "false_refusal": 0.0,
+    }
+
+
+def test_gate_rates_rejects_unknown_category() -> None:
+    with pytest.raises(ValueError):
+        gate_rates([(7, True)])
+
+
+def test_gate_sweep_hand_case() -> None:
+    # rejected iff confidence < tau (strict)
+    records = [(5, 0.05), (5, 0.2), (1, 0.1), (4, 0.5)]
+    out = gate_sweep(iter(records), taus=(0.0, 0.1, 0.12, 0.3, 1.0))
+    assert [row["tau"] for row in out] == [0.0, 0.1, 0.12, 0.3, 1.0]
+    expected = [
+        (0.0, 0.0),  # tau 0: nothing below 0
+        (0.5, 0.0),  # tau 0.1: 0.05 rejected (1/2 adversarial); 0.1 is not < 0.1
+        (0.5, 0.5),  # tau 0.12: 0.05 (1/2 adversarial) and 0.1 (1/2 answerable)
+        (1.0, 0.5),  # tau 0.3: 0.05, 0.2 (2/2) and 0.1 (1/2); 0.5 kept
+        (1.0, 1.0),  # tau 1.0: everything rejected
+    ]
+    for row, (adv, fr) in zip(out, expected, strict=True):
+        assert set(row) == {"tau", "adversarial_rejection", "false_refusal"}
+        assert row["adversarial_rejection"] == pytest.approx(adv)
+        assert row["false_refusal"] == pytest.approx(fr)
+
+
+def test_gate_sweep_matches_gate_rates() -> None:
+    records = [(5, 0.11), (5, 0.13), (2, 0.02), (3, 0.5), (4, 0.12)]
+    for row in gate_sweep(records, DEFAULT_GATE_TAUS):
+        tau = row["tau"]
+        assert row == {"tau": tau, **gate_rates((c, conf < tau) for c, conf in records)}
+
+
+def test_default_gate_taus() -> None:
+    assert DEFAULT_GATE_TAUS == (0.0, 0.05, 0.1, 0.12, 0.15, 0.2, 0.3)
+    assert 0.12 in DEFAULT_GATE_TAUS  # the paper's tau_gate
+    assert len(gate_sweep([(5, 0.0)], DEFAULT_GATE_TAUS)) == len(DEFAULT_GATE_TAUS)
+
+
+def test_gate_sweep_rejects_nan_confidence() -> None:
+    with pytest.raises(ValueError):
+        gate_sweep([(5, float("nan"))], (0.1,))
