@@ -1,15 +1,74 @@
-"""synapse-integrations: SYNAPSE long-term memory for LLM agents."""
+"""synapse-integrations: SYNAPSE long-term memory for LLM agents.
+
+>>> from synapse_integrations import Synapse, SynapseConfig
+>>> with Synapse() as mem:                                    # doctest: +SKIP
+...     mem.add_turn("My cousin Dana came skiing with me.", speaker="Sam")
+...     result = mem.retrieve("Who came skiing?")
+...     print(result.rejected, result.items[0].text)
+"""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
 from .config import SynapseConfig
-from .errors import SynapseError
+from .core.engine import ConsolidationReport, Synapse
+from .core.extraction import LLMExtractor, OfflineExtractor
+from .embeddings import MiniLMEmbedder
+from .errors import (
+    ConfigError,
+    EmbeddingError,
+    ExtractionError,
+    InvalidInputError,
+    InvalidTypeError,
+    MissingDependencyError,
+    NamespaceError,
+    NodeNotFoundError,
+    SnapshotError,
+    StorageError,
+    SynapseError,
+    UnknownNamespaceError,
+)
+from .types import (
+    Concept,
+    Extraction,
+    Relation,
+    RetrievalResult,
+    RetrievedItem,
+    ScoreComponents,
+    Turn,
+)
 
 try:
     __version__ = version("synapse-integrations")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
-__all__ = ["SynapseConfig", "SynapseError", "__version__"]
+__all__ = [
+    "Concept",
+    "ConfigError",
+    "ConsolidationReport",
+    "EmbeddingError",
+    "Extraction",
+    "ExtractionError",
+    "InvalidInputError",
+    "InvalidTypeError",
+    "LLMExtractor",
+    "MiniLMEmbedder",
+    "MissingDependencyError",
+    "NamespaceError",
+    "NodeNotFoundError",
+    "OfflineExtractor",
+    "Relation",
+    "RetrievalResult",
+    "RetrievedItem",
+    "ScoreComponents",
+    "SnapshotError",
+    "StorageError",
+    "Synapse",
+    "SynapseConfig",
+    "SynapseError",
+    "Turn",
+    "UnknownNamespaceError",
+    "__version__",
+]

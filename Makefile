@@ -1,0 +1,22 @@
+# The contract: the README's two commands, CI and developers all run these targets.
+PYTHON ?= python3
+PIP    ?= $(PYTHON) -m pip
+
+.PHONY: install demo test test-fast bench-dev lint
+
+install:
+	# CPU torch first (a plain resolve of torch could pull a multi-GB CUDA build)
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[all,test]"
+
+demo: install
+	synapse demo
+
+test: install
+	$(PYTHON) -m pytest -q
+
+test-fast:
+	$(PYTHON) -m pytest -q -m "not model and not server and not slow"
+
+bench-dev:
+	synapse bench locomo --data ../shared/data/locomo/locomo_dev.json --out results.json

@@ -1,0 +1,854 @@
+"""The one stateful facade: :class:`Synapse`.
+
+It owns one namespace's graph, its Chroma collections, its BM25 index and its snapshots,
+and exposes ingestion (``add_turn`` / ``add_turns``), consolidation, retrieval,
+forgetting, archiving and persistence, each with an ``a``-prefixed async twin.
+
+>>> from synapse_integrations import Synapse
+>>> mem = Synapse()                                           # doctest: +SKIP
+>>> mem.add_turn("I went skiing in Whistler with Dana.", speaker="Sam")  # doctest: +SKIP
+'ep-...'
+>>> mem.retrieve("Who came on the ski trip?").items[0].text  # doctest: +SKIP
+'I went skiing in Whistler with Dana.'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import math
+import re
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..config import SynapseConfig
+from ..embeddings import as_embedder
+from ..errors import (
+    ExtractionError,
+    InvalidInputError,
+    InvalidTypeError,
+    NamespaceError,
+    NodeNotFoundError,
+    UnknownNamespaceError,
+)
+from ..storage.chroma import ChromaVectors, list_namespaces, persistent_client
+from ..storage.snapshots import SnapshotStore
+from ..types import (
+    Concept,
+    RetrievalResult,
+    RetrievedItem,
+    ScoreComponents,
+    Turn,
+)
+from . import dynamics, scoring
+from .extraction import OfflineExtractor
+from .graph import MemoryGraph, temporal_weight
+from .triggers import BM25Index
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_NAMESPACE_LEN = 256
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def validate_namespace(namespace: Any) -> str:
+    """Return ``namespace`` if it is usable, else raise :class:`NamespaceError`.
+
+    Any printable string of 1-256 characters is allowed; it is never used as a path
+    (folders and collections are named from a hash of it).
+    """
+    if not isinstance(namespace, str):
+        raise NamespaceError(f"namespace must be a str, got {type(namespace).__name__}")
+    if not namespace.strip():
+        raise NamespaceError("namespace must not be empty or whitespace")
+    if len(namespace) > MAX_NAMESPACE_LEN:
+        raise NamespaceError(f"namespace is {len(namespace)} characters; at most {MAX_NAMESPACE_LEN}")
+    if _CONTROL_RE.search(namespace):
+        raise NamespaceError("namespace must not contain control characters")
+    return namespace
+
+
+def namespace_dirname(namespace: str) -> str:
+    """A safe folder name for a namespace: a readable slug plus a hash (no traversal)."""
+    import hashlib
+
+    slug = _SLUG_RE.sub("_", namespace).strip("_")[:40] or "ns"
+    return f"{slug}-{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:16]}"
+
+
+def to_epoch(timestamp: Any) -> float:
+    """Seconds since the epoch (UTC) for a datetime, an epoch number or an ISO 8601 string.
+    Naive datetimes are taken as UTC."""
+    if isinstance(timestamp, bool):
+        raise InvalidTypeError("timestamp must be a datetime, an ISO 8601 string or epoch seconds, not bool")
+    if isinstance(timestamp, datetime):
+        dt = timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=timezone.utc)
+        return dt.timestamp()
+    if isinstance(timestamp, (int, float)):
+        if not math.isfinite(timestamp):
+            raise InvalidInputError(f"timestamp must be finite, got {timestamp!r}")
+        return float(timestamp)
+    if isinstance(timestamp, str):
+        try:
+            return to_epoch(datetime.fromisoformat(timestamp.strip().replace("Z", "+00:00")))
+        except ValueError:
+            raise InvalidInputError(f"timestamp {timestamp!r} is not ISO 8601") from None
+    raise InvalidTypeError(
+        f"timestamp must be a datetime, an ISO 8601 string or epoch seconds, got {type(timestamp).__name__}"
+    )
+
+
+def from_epoch(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+@dataclass(frozen=True)
+class ConsolidationReport:
+    """What one call of :meth:`Synapse.consolidate` did."""
+
+    windows: int
+    episodes: int
+    concepts_created: int
+    concepts_merged: int
+    edges_pruned: int
+    archived: int
+    seconds: float
+
+
+class Synapse:
+    """SYNAPSE memory for one namespace (a user, a thread...).
+
+    Args:
+        path: folder holding the embedded Chroma files and the graph snapshots. ``None``
+            gives a throwaway memory in a temporary folder, removed by :meth:`close`.
+        namespace: which memory inside ``path``; each has its own collections and graph.
+        config: hyperparameters (defaults: the paper's); stored with the snapshots.
+        embedder: any object with ``embed_documents`` / ``embed_query`` (a LangChain
+            ``Embeddings`` works); default: the packaged all-MiniLM-L6-v2.
+        client: a Chroma client to use instead of the embedded one, e.g.
+            ``synapse_integrations.storage.chroma.http_client("127.0.0.1", 8000)``.
+        extractor: the concept extractor (default :class:`OfflineExtractor`; an
+            :class:`LLMExtractor` takes any LangChain chat model).
+        snapshot_every: write a snapshot every this many consolidation windows (turns are
+            durable in Chroma as soon as ``add_turn`` returns; see docs/concepts.md).
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        namespace: str = "default",
+        config: SynapseConfig | None = None,
+        embedder: Any | None = None,
+        client: Any | None = None,
+        extractor: Any | None = None,
+        snapshot_every: int = 20,
+        create: bool = True,
+    ) -> None:
+        self.namespace = validate_namespace(namespace)
+        if config is not None and not isinstance(config, SynapseConfig):
+            raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
+        self._owns_path = path is None
+        self.path = Path(tempfile.mkdtemp(prefix="synapse-")) if path is None else Path(path)
+        self._lock = threading.RLock()
+        self._closed = False
+        self.snapshot_every = max(1, int(snapshot_every))
+
+        self._snapshots = SnapshotStore(self.path / "namespaces" / namespace_dirname(namespace) / "snapshots")
+        loaded = self._snapshots.load_latest()
+        if loaded is None and not create:
+            raise UnknownNamespaceError(
+                f"no memory named {namespace!r} under {self.path} (pass create=True to start one)"
+            )
+        stored_cfg = SynapseConfig.from_dict(loaded[0]["config"]) if loaded else None
+        self.config = config or stored_cfg or SynapseConfig()
+        if stored_cfg and stored_cfg.embedding_dim != self.config.embedding_dim:
+            raise InvalidInputError(
+                f"this memory was built with embedding_dim={stored_cfg.embedding_dim}, "
+                f"the config asks for {self.config.embedding_dim}"
+            )
+        self._embedder = as_embedder(embedder, dim=self.config.embedding_dim)
+        self._extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window)
+        self._client = client if client is not None else persistent_client(self.path / "chroma")
+        self._vectors = ChromaVectors(self._client, namespace)
+
+        self._graph = MemoryGraph(self.config.embedding_dim)
+        self._bm25 = BM25Index()
+        self._pending: list[str] = []
+        self._last_episode: str | None = None
+        self._windows = 0
+        self._windows_since_snapshot = 0
+        self._queries_in_window = 0
+        self._window_active: set[str] = set()
+        self._stale_pagerank = False  # PageRank is refreshed once after consolidation windows
+        self._restore_state(loaded)
+
+    # ------------------------------------------------------------------------------------
+    # opening, saving, closing
+    # ------------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path, *, namespace: str = "default", **kwargs: Any) -> Synapse:
+        """Open an existing memory; :class:`UnknownNamespaceError` if there is none."""
+        return cls(path, namespace=namespace, create=False, **kwargs)
+
+    def _restore_state(self, loaded: tuple[dict[str, Any], dict[str, Any]] | None) -> None:
+        if loaded is not None:
+            _, files = loaded
+            self._graph = MemoryGraph.from_json(files.get("graph"), dim=self.config.embedding_dim)
+            state = files.get("state") or {}
+            self._pending = [i for i in state.get("pending", []) if i in self._graph]
+            self._last_episode = state.get("last_episode")
+            self._windows = int(state.get("windows", 0))
+        ids, matrix, _ = self._vectors.active.get()
+        vec = dict(zip(ids, matrix))
+        missing = [n for n in self._graph.g.nodes if n not in vec]
+        if missing:  # graph node whose vector is gone: embed its text again
+            logger.warning("re-embedding %d node(s) whose vectors were missing in Chroma", len(missing))
+            texts = [self._graph.g.nodes[n]["text"] for n in missing]
+            embs = self._embedder.embed_documents(texts)
+            self._upsert(missing, embs)
+            vec.update(zip(missing, embs))
+        for n in self._graph.g.nodes:
+            self._graph.vectors[n] = vec[n]
+        orphans = [i for i in ids if i not in self._graph and i not in self._graph.archive]
+        if orphans:
+            self._reattach(orphans, vec)
+        if self._last_episode not in self._graph:
+            eps = self._graph.ids("episode")
+            self._last_episode = max(eps, key=lambda n: self._graph.g.nodes[n]["seq"]) if eps else None
+        self._graph.invalidate()
+        self._bm25.set({n: d["text"] for n, d in self._graph.g.nodes(data=True)})
+
+    def _reattach(self, orphans: list[str], vec: dict[str, np.ndarray]) -> None:
+        """Vectors written to Chroma after the last snapshot: episodes come back into the
+        graph (and into the pending window); concepts are dropped (re-extracted later)."""
+        got = self._vectors.active._col.get(ids=orphans, include=["documents", "metadatas"])
+        rows = sorted(zip(got["ids"], got["documents"], got["metadatas"]),
+                      key=lambda r: (r[2] or {}).get("seq", 0))
+        stale_concepts = []
+        for node_id, text, meta in rows:
+            meta = meta or {}
+            if meta.get("kind") != "episode":
+                stale_concepts.append(node_id)
+                continue
+            self._link_episode(node_id, vec[node_id], text=text, speaker=meta.get("speaker"),
+                               ts=meta.get("ts"), ingest_ts=meta.get("ingest_ts"),
+                               metadata=json.loads(meta.get("metadata_json", "{}")))
+        if stale_concepts:
+            self._vectors.active.delete(stale_concepts)
+        logger.info("re-attached %d episode(s) written after the last snapshot",
+                    len(rows) - len(stale_concepts))
+
+    def save(self) -> int:
+        """Write a snapshot of the graph (atomic). Returns its version number."""
+        with self._lock:
+            self._check_open()
+            version = self._snapshots.save(
+                {
+                    "graph": self._graph.to_json(),
+                    "state": {"pending": self._pending, "last_episode": self._last_episode,
+                              "windows": self._windows},
+                },
+                meta={"namespace": self.namespace, "config": self.config.to_dict(),
+                      "nodes": len(self._graph), "archived": len(self._graph.archive)},
+            )
+            self._windows_since_snapshot = 0
+            return version
+
+    def close(self) -> None:
+        """Save (for a persistent memory) and release; a throwaway memory is deleted."""
+        with self._lock:
+            if self._closed:
+                return
+            if not self._owns_path:
+                self.save()
+            self._closed = True
+            if self._owns_path:
+                shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self) -> Synapse:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInputError("this Synapse memory is closed")
+
+    # ------------------------------------------------------------------------------------
+    # ingestion
+    # ------------------------------------------------------------------------------------
+    def add_turn(
+        self,
+        text: str,
+        *,
+        speaker: str | None = None,
+        timestamp: datetime | float | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        id: str | None = None,
+    ) -> str:
+        """Record one conversation turn as an episodic node; returns its id.
+
+        Every ``consolidation_interval`` turns, concepts are extracted and linked.
+
+        >>> mem.add_turn("Dana got into vet school!", speaker="Sam",
+        ...              timestamp="2024-03-02T10:00:00Z")   # doctest: +SKIP
+        """
+        return self.add_turns([{"text": text, "speaker": speaker, "timestamp": timestamp,
+                                "metadata": metadata, "id": id}])[0]
+
+    def add_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
+        """Record many turns at once (embedded in one batch). Each turn is a string or a
+        mapping with ``text`` and optional ``speaker``, ``timestamp``, ``metadata``, ``id``."""
+        with self._lock:
+            self._check_open()
+            rows = [self._validate_turn(t) for t in turns]
+            if not rows:
+                return []
+            ids = [r["id"] for r in rows]
+            taken = [i for i in ids if i in self._graph or i in self._graph.archive]
+            if taken or len(set(ids)) != len(ids):
+                raise InvalidInputError(f"memory id(s) already used: {sorted(set(taken) or ids)[:5]}")
+            embs = self._embedder.embed_documents([r["text"] for r in rows])
+            now = time.time()
+            for r in rows:
+                r["ingest_ts"] = now
+                r["seq"] = self._graph.next_seq()
+            self._vectors.active.upsert(
+                ids, embs, [r["text"] for r in rows],
+                [self._episode_meta(r) for r in rows],
+            )
+            for r, h in zip(rows, embs):
+                self._link_episode(r["id"], h, text=r["text"], speaker=r["speaker"], ts=r["ts"],
+                                   ingest_ts=now, metadata=r["metadata"], seq=r["seq"])
+                n = self.config.consolidation_interval
+                if n and len(self._pending) >= n:
+                    self._consolidate(self._pending[:n])
+            self._after_windows()
+            return ids
+
+    def _after_windows(self) -> None:
+        if self._stale_pagerank:
+            self._graph.refresh_pagerank(damping=self.config.pagerank_damping)
+            self._stale_pagerank = False
+        if self._windows_since_snapshot >= self.snapshot_every:
+            self.save()
+
+    @staticmethod
+    def _episode_meta(r: Mapping[str, Any]) -> dict[str, Any]:
+        meta = {"kind": "episode", "seq": r["seq"], "ingest_ts": r["ingest_ts"],
+                "metadata_json": json.dumps(r["metadata"], ensure_ascii=False)}
+        if r["speaker"] is not None:
+            meta["speaker"] = r["speaker"]
+        if r["ts"] is not None:
+            meta["ts"] = r["ts"]
+        return meta
+
+    def _validate_turn(self, turn: str | Mapping[str, Any]) -> dict[str, Any]:
+        if isinstance(turn, str):
+            turn = {"text": turn}
+        if not isinstance(turn, Mapping):
+            raise InvalidTypeError(f"a turn must be a str or a mapping, got {type(turn).__name__}")
+        unknown = set(turn) - {"text", "speaker", "timestamp", "metadata", "id"}
+        if unknown:
+            raise InvalidInputError(f"unknown turn field(s): {sorted(unknown)}")
+        text = turn.get("text")
+        if not isinstance(text, str):
+            raise InvalidTypeError(f"turn text must be a str, got {type(text).__name__}")
+        if not text.strip():
+            raise InvalidInputError("turn text must not be empty or whitespace")
+        speaker = turn.get("speaker")
+        if speaker is not None and not isinstance(speaker, str):
+            raise InvalidTypeError(f"speaker must be a str or None, got {type(speaker).__name__}")
+        ts = turn.get("timestamp")
+        ts = time.time() if ts is None else to_epoch(ts)
+        metadata = turn.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise InvalidTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+        try:
+            metadata = json.loads(json.dumps(dict(metadata), allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
+        node_id = turn.get("id")
+        if node_id is None:
+            node_id = f"ep-{uuid.uuid4().hex}"
+        elif not isinstance(node_id, str) or not node_id.strip():
+            raise InvalidInputError(f"id must be a non-empty str, got {node_id!r}")
+        return {"text": text, "speaker": speaker, "ts": ts, "metadata": metadata, "id": node_id}
+
+    def _link_episode(self, node_id: str, vector: np.ndarray, *, text: str, speaker: str | None,
+                      ts: float | None, ingest_ts: float | None, metadata: dict[str, Any],
+                      seq: int | None = None) -> None:
+        attrs: dict[str, Any] = {"kind": "episode", "text": text, "speaker": speaker, "ts": ts,
+                                 "ingest_ts": ingest_ts, "metadata": metadata, "dormant": 0}
+        if seq is not None:
+            attrs["seq"] = seq
+        self._graph.add_node(node_id, vector, **attrs)
+        prev = self._last_episode
+        if prev is not None and prev in self._graph:
+            prev_ts = self._graph.g.nodes[prev]["ts"]
+            dt = (ts - prev_ts) if (ts is not None and prev_ts is not None) else 0.0
+            w = temporal_weight(dt, rho=self.config.temporal_rho,
+                                seconds_per_unit=self.config.seconds_per_time_unit)
+            self._graph.add_edge(prev, node_id, kind="temporal", weight=w)
+            if self.config.temporal_bidirectional:
+                self._graph.add_edge(node_id, prev, kind="temporal", weight=w)
+        self._last_episode = node_id
+        self._pending.append(node_id)
+        self._bm25.add(node_id, text)
+
+    def _upsert(self, ids: Sequence[str], embs: np.ndarray) -> None:
+        nodes = self._graph.g.nodes
+        metas = []
+        for i in ids:
+            d = nodes[i]
+            if d["kind"] == "episode":
+                metas.append(self._episode_meta({**d, "seq": d["seq"]}))
+            else:
+                metas.append({"kind": "concept", "seq": d["seq"]})
+        self._vectors.active.upsert(list(ids), embs, [nodes[i]["text"] for i in ids], metas)
+
+    # ------------------------------------------------------------------------------------
+    # consolidation (Algorithm 1, lines 9-28)
+    # ------------------------------------------------------------------------------------
+    def consolidate(self) -> ConsolidationReport:
+        """Consolidate every pending turn now (in windows of ``consolidation_interval``)."""
+        with self._lock:
+            self._check_open()
+            start = time.perf_counter()
+            n = self.config.consolidation_interval or max(1, len(self._pending))
+            totals = [0, 0, 0, 0, 0, 0]
+            while self._pending:
+                window = self._pending[:n]
+                for k, v in enumerate(self._consolidate(window)):
+                    totals[k] += v
+            self._after_windows()
+            return ConsolidationReport(totals[0], totals[1], totals[2], totals[3], totals[4],
+                                       totals[5], time.perf_counter() - start)
+
+    def _consolidate(self, window: list[str]) -> tuple[int, ...]:
+        cfg = self.config
+        g = self._graph
+        self._pending = self._pending[len(window):]
+        turns = [Turn(i, g.g.nodes[i]["text"], g.g.nodes[i]["speaker"], from_epoch(g.g.nodes[i]["ts"]))
+                 for i in window if i in g]
+        try:
+            extraction = self._extractor.extract(turns)
+        except Exception as exc:
+            raise ExtractionError(f"concept extraction failed: {exc}") from exc
+        concepts: list[Concept] = []
+        seen: set[str] = set()
+        for c in extraction.concepts:
+            key = c.name.strip().lower()
+            if key and key not in seen:
+                seen.add(key)
+                concepts.append(c)
+        concepts = concepts[: cfg.max_concepts_per_window]
+        created = merged = 0
+        touched: dict[str, np.ndarray] = {}
+        by_name: dict[str, str] = {}
+        if concepts:
+            embs = self._embedder.embed_documents([c.name.strip() for c in concepts])
+            cids = g.ids("concept")
+            mat = np.stack([g.vectors[c] for c in cids]) if cids else np.zeros((0, g.dim), np.float32)
+            window_set = set(turns_ids := [t.id for t in turns])
+            for c, h in zip(concepts, embs):
+                best = -1
+                if len(cids):
+                    sims = mat @ h
+                    best = int(np.argmax(sims))
+                if best >= 0 and sims[best] > cfg.dedup_threshold:
+                    cid = cids[best]
+                    m = cfg.ema_momentum
+                    new = m * g.vectors[cid] + (1.0 - m) * h
+                    new = (new / np.linalg.norm(new)).astype(np.float32)
+                    g.set_vector(cid, new)
+                    mat[best] = new
+                    node = g.g.nodes[cid]
+                    node["mentions"] = node.get("mentions", 1) + 1
+                    if c.name.strip() not in node["aliases"]:
+                        node["aliases"].append(c.name.strip())
+                    merged += 1
+                else:
+                    cid = f"c-{uuid.uuid4().hex}"
+                    g.add_node(cid, h, kind="concept", text=c.name.strip(), name=c.name.strip(),
+                               ctype=c.type, confidence=float(c.confidence),
+                               attributes=dict(c.attributes), mentions=1,
+                               aliases=[c.name.strip()], dormant=0)
+                    cids.append(cid)
+                    mat = np.vstack([mat, h[None, :]])
+                    created += 1
+                    self._bm25.add(cid, c.name.strip())
+                touched[cid] = g.vectors[cid]
+                by_name[c.name.strip().lower()] = cid
+                targets = turns_ids
+                if cfg.extra.get("abstraction_scope") == "mentions" and c.source_ids:
+                    targets = [i for i in c.source_ids if i in window_set] or turns_ids
+                for e in targets:
+                    g.add_edge(e, cid, kind="abstraction", weight=cfg.abstraction_weight)
+                    g.add_edge(cid, e, kind="abstraction", weight=cfg.abstraction_weight)
+            for r in extraction.relations:
+                s, t = by_name.get(r.src.strip().lower()), by_name.get(r.tgt.strip().lower())
+                if s and t:
+                    g.add_edge(s, t, kind="relation", weight=float(min(max(r.weight, 0.0), 1.0)),
+                               rel=r.rel)
+            # association edges between concepts (line 23-28), top-k per node
+            for cid, h in touched.items():
+                sims = mat @ h
+                order = np.argsort(-sims)
+                picked = 0
+                for j in order:
+                    if picked >= cfg.association_top_k or sims[j] <= cfg.association_threshold:
+                        break
+                    if cids[j] == cid:
+                        continue
+                    g.add_edge(cid, cids[j], kind="association", weight=float(sims[j]))
+                    g.add_edge(cids[j], cid, kind="association", weight=float(sims[j]))
+                    picked += 1
+            self._upsert(list(touched), np.stack(list(touched.values())))
+        pruned = g.prune_incoming(list(touched) + window, cfg.prune_top_k)
+        archived = self._dormancy_step()
+        self._windows += 1
+        self._windows_since_snapshot += 1
+        self._stale_pagerank = True
+        return (1, len(turns), created, merged, pruned, archived)
+
+    def _dormancy_step(self) -> int:
+        """Count, per node, the windows in which it stayed below epsilon while the memory
+        was queried; archive nodes dormant for ``dormancy_windows`` windows."""
+        cfg = self.config
+        if self._queries_in_window == 0 or cfg.dormancy_windows == 0:
+            return 0
+        dormant = []
+        for n, d in self._graph.g.nodes(data=True):
+            if n in self._window_active:
+                d["dormant"] = 0
+            else:
+                d["dormant"] = d.get("dormant", 0) + 1
+                if d["dormant"] >= cfg.dormancy_windows:
+                    dormant.append(n)
+        self._queries_in_window = 0
+        self._window_active = set()
+        if dormant:
+            self._archive(dormant)
+        return len(dormant)
+
+    # ------------------------------------------------------------------------------------
+    # archive
+    # ------------------------------------------------------------------------------------
+    def _archive(self, ids: Sequence[str]) -> None:
+        vectors = self._graph.archive_nodes(ids)
+        if not vectors:
+            return
+        moved = list(vectors)
+        nodes = self._graph.archive
+        self._vectors.archive.upsert(moved, np.stack(list(vectors.values())),
+                                     [nodes[i]["node"]["text"] for i in moved],
+                                     [{"kind": nodes[i]["node"]["kind"]} for i in moved])
+        self._vectors.active.delete(moved)
+        self._bm25.remove(moved)
+        self._pending = [p for p in self._pending if p not in vectors]
+        logger.info("archived %d dormant node(s)", len(moved))
+
+    def archive(self, ids: Sequence[str]) -> list[str]:
+        """Move nodes out of the active graph by hand (restorable with :meth:`restore`)."""
+        with self._lock:
+            self._check_open()
+            missing = [i for i in ids if i not in self._graph]
+            if missing:
+                raise NodeNotFoundError(f"not active memory id(s): {missing[:5]}")
+            self._archive(list(ids))
+            self._stale_pagerank = True
+            self._after_windows()
+            return list(ids)
+
+    def archived(self) -> list[dict[str, Any]]:
+        """The archived nodes: ``{"id", "kind", "text", ...}`` each."""
+        with self._lock:
+            return [{"id": i, **{k: v for k, v in rec["node"].items()}}
+                    for i, rec in self._graph.archive.items()]
+
+    def restore(self, ids: Sequence[str]) -> list[str]:
+        """Bring archived nodes back into the active graph."""
+        with self._lock:
+            self._check_open()
+            missing = [i for i in ids if i not in self._graph.archive]
+            if missing:
+                raise NodeNotFoundError(f"no archived memory with id(s) {missing[:5]}")
+            got, matrix, _ = self._vectors.archive.get(list(ids))
+            vectors = dict(zip(got, matrix))
+            lost = [i for i in ids if i not in vectors]
+            if lost:  # vector lost from the archive collection: embed the text again
+                texts = [self._graph.archive[i]["node"]["text"] for i in lost]
+                vectors.update(zip(lost, self._embedder.embed_documents(texts)))
+            restored = self._graph.restore_nodes({i: vectors[i] for i in ids})
+            for i in restored:
+                self._graph.g.nodes[i]["dormant"] = 0
+            self._upsert(restored, np.stack([vectors[i] for i in restored]))
+            self._vectors.archive.delete(restored)
+            for i in restored:
+                self._bm25.add(i, self._graph.g.nodes[i]["text"])
+            self._stale_pagerank = True
+            self._after_windows()
+            return restored
+
+    # ------------------------------------------------------------------------------------
+    # retrieval (sections 3.2-3.4)
+    # ------------------------------------------------------------------------------------
+    def retrieve(self, query: str, k: int | None = None) -> RetrievalResult:
+        """Rank memories for ``query`` and apply the uncertainty gate.
+
+        >>> res = mem.retrieve("What is Dana studying?", k=5)     # doctest: +SKIP
+        >>> res.rejected, res.items[0].components.activation     # doctest: +SKIP
+        """
+        if not isinstance(query, str):
+            raise InvalidTypeError(f"query must be a str, got {type(query).__name__}")
+        if not query.strip():
+            raise InvalidInputError("query must not be empty or whitespace")
+        if k is None:
+            k = self.config.top_k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInputError(f"k must be an int >= 1, got {k!r}")
+        q = self._embedder.embed_query(query)
+        return self.retrieve_by_vector(query, q, k=k)
+
+    def retrieve_by_vector(self, query: str, q: np.ndarray, *, k: int | None = None) -> RetrievalResult:
+        """:meth:`retrieve` with the query embedding already computed (used by benchmarks)."""
+        cfg = self.config
+        k = cfg.top_k if k is None else k
+        with self._lock:
+            self._check_open()
+            c = self._graph.compiled()
+            if c.n == 0:
+                return RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau)
+            dense_rank: dict[str, int] = {}
+            bm25_rank: dict[str, int] = {}
+            if cfg.use_dense:
+                ids, _ = self._vectors.active.query(q, min(cfg.anchor_top_k, c.n))
+                dense_rank = {i: r + 1 for r, i in enumerate(ids) if i in c.index}
+            if cfg.use_bm25:
+                ids, _ = self._bm25.query(query, cfg.anchor_top_k)
+                bm25_rank = {i: r + 1 for r, i in enumerate(ids) if i in c.index}
+            anchors = np.array(sorted({c.index[i] for i in (*dense_rank, *bm25_rank)}), dtype=np.int64)
+            if anchors.size == 0:
+                return RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau)
+
+            anchor_sim = scoring.cosine_to_query(c.embeddings[anchors], q)
+            parents = None
+            if cfg.use_activation:
+                a0 = np.zeros(c.n)
+                a0[anchors] = cfg.alpha * np.clip(anchor_sim, 0.0, None)
+                P = (c.propagation(use_fan_effect=cfg.use_fan_effect) if cfg.use_graph
+                     else sp.csr_array((c.n, c.n)))
+                spread = dynamics.spread_activation(
+                    a0, P, iterations=cfg.iterations, spreading_factor=cfg.spreading_factor,
+                    decay=cfg.decay if cfg.use_decay else 0.0,
+                    inhibition_beta=cfg.inhibition_beta, inhibition_top_m=cfg.inhibition_top_m,
+                    gamma=cfg.sigmoid_gamma, theta=cfg.sigmoid_theta,
+                    use_inhibition=cfg.use_inhibition, track_parents=True,
+                )
+                act_all = spread.activation
+                parents = spread.parent
+                cand = np.union1d(anchors, np.flatnonzero(act_all > 0))
+                activation = act_all[cand]
+                self._queries_in_window += 1
+                self._window_active.update(
+                    c.ids[i] for i in cand[activation >= cfg.dormancy_epsilon])
+            else:
+                cand = anchors
+                activation = np.zeros(cand.size)
+            sim = scoring.cosine_to_query(c.embeddings[cand], q)
+            pr = (self._graph.pagerank_array(cand) if (cfg.use_pagerank and cfg.use_graph)
+                  else np.zeros(cand.size))
+            score = scoring.hybrid_score(
+                sim, activation, pr, weight_similarity=cfg.weight_similarity,
+                weight_activation=cfg.weight_activation if cfg.use_activation else 0.0,
+                weight_pagerank=cfg.weight_pagerank if (cfg.use_pagerank and cfg.use_graph) else 0.0,
+            )
+            order = scoring.top_k(score, min(k, cand.size))
+            top = order[0]
+            confidence = float(activation[top] if cfg.use_activation else sim[top])
+            rejected = cfg.use_gate and scoring.gate(confidence, tau=cfg.gate_tau)
+            items = tuple(
+                self._item(c, int(cand[j]), float(score[j]),
+                           ScoreComponents(float(sim[j]), float(activation[j]), float(pr[j]),
+                                           bm25_rank.get(c.ids[cand[j]]), dense_rank.get(c.ids[cand[j]])),
+                           parents)
+                for j in order
+            )
+            return RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau)
+
+    def _item(self, c: Any, idx: int, score: float, comp: ScoreComponents,
+              parents: np.ndarray | None) -> RetrievedItem:
+        node_id = c.ids[idx]
+        d = self._graph.g.nodes[node_id]
+        path: list[str] = []
+        if parents is not None:
+            j, guard = idx, 0
+            while j >= 0 and guard <= self.config.iterations + 1:
+                path.append(c.ids[j])
+                j = int(parents[j])
+                guard += 1
+            path.reverse()
+        return RetrievedItem(
+            id=node_id, text=d["text"], kind=d["kind"], score=score, components=comp,
+            speaker=d.get("speaker"), timestamp=from_epoch(d.get("ts")),
+            metadata=dict(d.get("metadata") or {}) if d["kind"] == "episode"
+            else {"type": d.get("ctype"), "mentions": d.get("mentions"), "aliases": list(d.get("aliases", []))},
+            path=tuple(path),
+        )
+
+    # ------------------------------------------------------------------------------------
+    # forgetting
+    # ------------------------------------------------------------------------------------
+    def forget(
+        self,
+        ids: Sequence[str] | None = None,
+        *,
+        speaker: str | None = None,
+        since: datetime | float | str | None = None,
+        until: datetime | float | str | None = None,
+        where: Mapping[str, Any] | None = None,
+        everything: bool = False,
+    ) -> list[str]:
+        """Remove episodes for good: by ids, speaker, event-time range [since, until),
+        metadata equality filter, or ``everything=True``. Criteria combine with AND.
+        Concepts left with no episode are removed too. Older snapshots are deleted so the
+        forgotten text does not survive in them. Returns the removed ids."""
+        with self._lock:
+            self._check_open()
+            if not everything and ids is None and speaker is None and since is None \
+                    and until is None and where is None:
+                raise InvalidInputError("forget() needs ids, a filter, or everything=True")
+            lo = to_epoch(since) if since is not None else -math.inf
+            hi = to_epoch(until) if until is not None else math.inf
+            idset = set(ids) if ids is not None else None
+            g = self._graph
+            candidates = [(n, d) for n, d in g.g.nodes(data=True)]
+            candidates += [(n, rec["node"]) for n, rec in g.archive.items()]
+            doomed = []
+            for n, d in candidates:
+                if idset is not None and n not in idset:
+                    continue
+                if everything or idset is not None and d["kind"] == "concept":
+                    doomed.append(n)
+                    continue
+                if d["kind"] != "episode":
+                    continue
+                if speaker is not None and d.get("speaker") != speaker:
+                    continue
+                ts = d.get("ts")
+                if (since is not None or until is not None) and (ts is None or not lo <= ts < hi):
+                    continue
+                if where is not None and any((d.get("metadata") or {}).get(key) != v
+                                             for key, v in where.items()):
+                    continue
+                doomed.append(n)
+            doomed_set = set(doomed)
+            # concepts whose every supporting episode goes
+            for n, d in list(g.g.nodes(data=True)):
+                if d["kind"] == "concept" and n not in doomed_set:
+                    support = [e for e in g.g.predecessors(n) if g.g.nodes[e]["kind"] == "episode"]
+                    if support and all(e in doomed_set for e in support):
+                        doomed.append(n)
+            removed = g.remove_nodes(doomed)
+            self._vectors.active.delete(removed)
+            self._vectors.archive.delete(removed)
+            self._bm25.remove(removed)
+            gone = set(removed)
+            self._pending = [p for p in self._pending if p not in gone]
+            self._window_active -= gone
+            if self._last_episode in gone:
+                eps = g.ids("episode")
+                self._last_episode = max(eps, key=lambda n: g.g.nodes[n]["seq"]) if eps else None
+            self._graph.refresh_pagerank(damping=self.config.pagerank_damping)
+            self._stale_pagerank = False
+            version = self.save()
+            for v in self._snapshots.versions():
+                if v != version:
+                    shutil.rmtree(self._snapshots._dir(v), ignore_errors=True)
+            return removed
+
+    # ------------------------------------------------------------------------------------
+    # inspection
+    # ------------------------------------------------------------------------------------
+    def get(self, node_id: str) -> dict[str, Any]:
+        """A node's attributes (``id``, ``kind``, ``text``, ...)."""
+        with self._lock:
+            return {"id": node_id, **self._graph.node(node_id)}
+
+    def stats(self) -> dict[str, int]:
+        """Counts of nodes by kind, edges by kind, archived nodes, pending turns, windows."""
+        with self._lock:
+            g = self._graph.g
+            out = {"episodes": 0, "concepts": 0}
+            for _, d in g.nodes(data=True):
+                out[d["kind"] + "s"] += 1
+            edges: dict[str, int] = {}
+            for _, _, kind in g.edges(data="kind"):
+                edges[kind] = edges.get(kind, 0) + 1
+            return {**out, "edges": g.number_of_edges(),
+                    **{f"edges_{k}": v for k, v in sorted(edges.items())},
+                    "archived": len(self._graph.archive), "pending": len(self._pending),
+                    "windows": self._windows}
+
+    @property
+    def graph(self) -> Any:
+        """The live NetworkX graph (read it; do not modify it)."""
+        return self._graph.g
+
+    @staticmethod
+    def namespaces(path: str | Path) -> list[str]:
+        """Namespaces stored in the embedded Chroma under ``path``."""
+        return list_namespaces(persistent_client(Path(path) / "chroma"))
+
+    # ------------------------------------------------------------------------------------
+    # async twins (same code, run in a worker thread; the lock serialises mutation)
+    # ------------------------------------------------------------------------------------
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+
+    async def aadd_turn(self, text: str, **kwargs: Any) -> str:
+        """Async twin of :meth:`add_turn`."""
+        return await self._run(self.add_turn, text, **kwargs)
+
+    async def aadd_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
+        """Async twin of :meth:`add_turns`."""
+        return await self._run(self.add_turns, list(turns))
+
+    async def aconsolidate(self) -> ConsolidationReport:
+        """Async twin of :meth:`consolidate`."""
+        return await self._run(self.consolidate)
+
+    async def aretrieve(self, query: str, k: int | None = None) -> RetrievalResult:
+        """Async twin of :meth:`retrieve`."""
+        return await self._run(self.retrieve, query, k)
+
+    async def aforget(self, ids: Sequence[str] | None = None, **kwargs: Any) -> list[str]:
+        """Async twin of :meth:`forget`."""
+        return await self._run(self.forget, ids, **kwargs)
+
+    async def asave(self) -> int:
+        """Async twin of :meth:`save`."""
+        return await self._run(self.save)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        await self._run(self.close)

@@ -1,0 +1,270 @@
+"""The episodic-semantic graph (section 3.1, Algorithm 1 of appendix A.1).
+
+:class:`MemoryGraph` owns the NetworkX ``DiGraph`` (the record of nodes, edges and their
+attributes), the in-memory copy of node embeddings, and the archive of dormant nodes.
+Everything the retrieval kernels need (index arrays, the sparse propagation matrix,
+PageRank) is derived from it by :meth:`MemoryGraph.compiled` and cached until the graph
+changes. Node attributes are JSON-friendly, so a snapshot is NetworkX node-link data.
+
+Node attributes: ``kind`` ("episode" | "concept"), ``text``, ``seq`` (creation order),
+episodes: ``speaker``, ``ts`` (event time, epoch seconds), ``ingest_ts``, ``metadata``;
+concepts: ``name``, ``ctype``, ``confidence``, ``attributes``, ``mentions``, ``aliases``.
+Edge attributes: ``kind`` ("temporal" | "abstraction" | "association" | "relation"),
+``weight``, and ``rel`` for relation edges.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import NodeNotFoundError, SnapshotError
+from .dynamics import propagation_matrix
+from .scoring import pagerank_scores
+
+
+def temporal_weight(dt_seconds: float, *, rho: float, seconds_per_unit: float) -> float:
+    """``exp(-rho * |dt|)`` with ``dt`` measured in the configured time unit.
+
+    >>> round(temporal_weight(3600 * 24, rho=0.01, seconds_per_unit=3600), 4)  # one day, hours
+    0.7866
+    """
+    return math.exp(-rho * abs(dt_seconds) / seconds_per_unit)
+
+
+@dataclass
+class Compiled:
+    """Array view of the active graph used by retrieval (derived, cached)."""
+
+    ids: list[str]
+    index: dict[str, int]
+    embeddings: np.ndarray  # (n, d) unit rows
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    is_episode: np.ndarray
+    _matrices: dict[bool, sp.csr_array] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    def propagation(self, *, use_fan_effect: bool) -> sp.csr_array:
+        m = self._matrices.get(use_fan_effect)
+        if m is None:
+            m = propagation_matrix(self.src, self.dst, self.weight, self.n,
+                                   use_fan_effect=use_fan_effect)
+            self._matrices[use_fan_effect] = m
+        return m
+
+
+class MemoryGraph:
+    """Nodes, edges, embeddings and archive of one namespace (not thread-safe by itself:
+    the engine holds the lock)."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.g = nx.DiGraph()
+        self.vectors: dict[str, np.ndarray] = {}
+        # archived node id -> {"node": attrs, "edges": [[u, v, attrs], ...]}; the vectors of
+        # archived nodes live in the namespace's archive collection in Chroma
+        self.archive: dict[str, dict[str, Any]] = {}
+        self.pagerank: dict[str, float] = {}
+        self._seq = 0
+        self._compiled: Compiled | None = None
+
+    # -- basic access ---------------------------------------------------------------------
+    def __contains__(self, node_id: str) -> bool:
+        return node_id in self.g
+
+    def __len__(self) -> int:
+        return self.g.number_of_nodes()
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        try:
+            return self.g.nodes[node_id]
+        except KeyError:
+            raise NodeNotFoundError(f"no memory with id {node_id!r}") from None
+
+    def ids(self, kind: str | None = None) -> list[str]:
+        return [n for n, d in self.g.nodes(data=True) if kind is None or d["kind"] == kind]
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def invalidate(self) -> None:
+        self._compiled = None
+
+    # -- mutation -------------------------------------------------------------------------
+    def add_node(self, node_id: str, vector: np.ndarray, **attrs: Any) -> None:
+        attrs.setdefault("seq", self.next_seq())
+        self.g.add_node(node_id, **attrs)
+        self.vectors[node_id] = np.asarray(vector, dtype=np.float32)
+        self.invalidate()
+
+    def set_vector(self, node_id: str, vector: np.ndarray) -> None:
+        self.vectors[node_id] = np.asarray(vector, dtype=np.float32)
+        self.invalidate()
+
+    def add_edge(self, u: str, v: str, *, kind: str, weight: float, **attrs: Any) -> None:
+        """Add (or strengthen to the max weight) the edge u -> v."""
+        if u == v:
+            return
+        if self.g.has_edge(u, v):
+            data = self.g.edges[u, v]
+            if weight > data["weight"]:
+                data.update(kind=kind, weight=float(weight), **attrs)
+        else:
+            self.g.add_edge(u, v, kind=kind, weight=float(weight), **attrs)
+        self.invalidate()
+
+    def prune_incoming(self, nodes: Iterable[str], top_k: int) -> int:
+        """Keep only the ``top_k`` strongest incoming edges of each node; ties keep the
+        edge from the newer source (higher ``seq``). Returns the number of edges removed."""
+        removed = 0
+        for v in nodes:
+            if v not in self.g:
+                continue
+            preds = list(self.g.in_edges(v, data=True))
+            if len(preds) <= top_k:
+                continue
+            preds.sort(key=lambda e: (e[2]["weight"], self.g.nodes[e[0]]["seq"]), reverse=True)
+            drop = [(u, v) for u, v, _ in preds[top_k:]]
+            self.g.remove_edges_from(drop)
+            removed += len(drop)
+        if removed:
+            self.invalidate()
+        return removed
+
+    def remove_nodes(self, ids: Iterable[str]) -> list[str]:
+        """Remove nodes (active or archived) for good; returns the ids that existed."""
+        gone = []
+        for i in ids:
+            if i in self.g:
+                self.g.remove_node(i)
+                self.vectors.pop(i, None)
+                self.pagerank.pop(i, None)
+                gone.append(i)
+            if self.archive.pop(i, None) is not None:
+                gone.append(i)
+        gone_set = set(gone)
+        for rec in self.archive.values():  # drop archived edges that point at removed nodes
+            rec["edges"] = [e for e in rec["edges"] if e[0] not in gone_set and e[1] not in gone_set]
+        if gone:
+            self.invalidate()
+        return gone
+
+    # -- archive --------------------------------------------------------------------------
+    def archive_nodes(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Move nodes and their edges out of the active graph into the archive.
+        Returns the moved nodes' vectors (the caller stores them in the archive collection)."""
+        moved: dict[str, np.ndarray] = {}
+        for i in ids:
+            if i not in self.g:
+                continue
+            edges = [[u, v, dict(d)] for u, v, d in self.g.in_edges(i, data=True)]
+            edges += [[u, v, dict(d)] for u, v, d in self.g.out_edges(i, data=True)]
+            self.archive[i] = {"node": dict(self.g.nodes[i]), "edges": edges}
+            self.g.remove_node(i)
+            self.pagerank.pop(i, None)
+            moved[i] = self.vectors.pop(i)
+        if moved:
+            self.invalidate()
+        return moved
+
+    def restore_nodes(self, vectors: dict[str, np.ndarray]) -> list[str]:
+        """Bring archived nodes back (``vectors``: id -> embedding), with their edges to
+        active nodes."""
+        restored = []
+        for i in vectors:
+            rec = self.archive.pop(i, None)
+            if rec is None:
+                if i in self.g:
+                    continue
+                raise NodeNotFoundError(f"no archived memory with id {i!r}")
+            self.g.add_node(i, **rec["node"])
+            self.vectors[i] = np.asarray(vectors[i], dtype=np.float32)
+            restored.append(i)
+            for u, v, d in rec["edges"]:
+                other = v if u == i else u
+                if other in self.g:
+                    self.g.add_edge(u, v, **d)
+                elif other in self.archive:
+                    other_edges = self.archive[other]["edges"]
+                    if not any(e[0] == u and e[1] == v for e in other_edges):
+                        other_edges.append([u, v, d])
+        if restored:
+            self.invalidate()
+        return restored
+
+    # -- derived state --------------------------------------------------------------------
+    def compiled(self) -> Compiled:
+        """Arrays for retrieval; rebuilt only after the graph changed."""
+        if self._compiled is None:
+            ids = list(self.g.nodes)
+            index = {n: k for k, n in enumerate(ids)}
+            if ids:
+                emb = np.stack([self.vectors[n] for n in ids]).astype(np.float32, copy=False)
+            else:
+                emb = np.zeros((0, self.dim), dtype=np.float32)
+            m = self.g.number_of_edges()
+            src = np.empty(m, dtype=np.int64)
+            dst = np.empty(m, dtype=np.int64)
+            w = np.empty(m, dtype=np.float64)
+            for k, (u, v, d) in enumerate(self.g.edges(data="weight")):
+                src[k], dst[k], w[k] = index[u], index[v], d
+            kinds = nx.get_node_attributes(self.g, "kind")
+            is_ep = np.fromiter((kinds[n] == "episode" for n in ids), dtype=bool, count=len(ids))
+            self._compiled = Compiled(ids, index, emb, src, dst, w, is_ep)
+        return self._compiled
+
+    def refresh_pagerank(self, *, damping: float) -> None:
+        """Recompute the cached, max-normalised PageRank (done at consolidation)."""
+        c = self.compiled()
+        scores = pagerank_scores(c.src, c.dst, c.weight, c.n, damping=damping)
+        self.pagerank = {n: float(s) for n, s in zip(c.ids, scores)}
+
+    def pagerank_array(self, ids_idx: np.ndarray) -> np.ndarray:
+        c = self.compiled()
+        return np.array([self.pagerank.get(c.ids[i], 0.0) for i in ids_idx], dtype=np.float64)
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """Node-link data of the active graph plus archive, pagerank and counters."""
+        return {
+            "graph": nx.node_link_data(self.g, edges="edges"),
+            "archive": self.archive,
+            "pagerank": self.pagerank,
+            "seq": self._seq,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, *, dim: int) -> MemoryGraph:
+        """Inverse of :meth:`to_json` (vectors are filled in by the engine from Chroma)."""
+        if not isinstance(data, dict) or "graph" not in data:
+            raise SnapshotError("graph snapshot has no 'graph' section")
+        mg = cls(dim)
+        try:
+            mg.g = nx.node_link_graph(data["graph"], directed=True, edges="edges")
+        except Exception as exc:  # malformed node-link data
+            raise SnapshotError(f"graph snapshot is malformed: {exc}") from exc
+        if not isinstance(mg.g, nx.DiGraph):
+            raise SnapshotError("graph snapshot is not a directed graph")
+        for n, d in mg.g.nodes(data=True):
+            if d.get("kind") not in ("episode", "concept") or not isinstance(d.get("text"), str):
+                raise SnapshotError(f"graph snapshot node {n!r} lacks a valid kind/text")
+        archive = data.get("archive", {})
+        pagerank = data.get("pagerank", {})
+        if not isinstance(archive, dict) or not isinstance(pagerank, dict):
+            raise SnapshotError("graph snapshot archive/pagerank sections are malformed")
+        mg.archive = archive
+        mg.pagerank = {str(k): float(v) for k, v in pagerank.items()}
+        mg._seq = int(data.get("seq", mg.g.number_of_nodes()))
+        return mg

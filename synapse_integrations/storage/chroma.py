@@ -1,0 +1,187 @@
+"""Vectors in Chroma. The only module of the package that imports ``chromadb``.
+
+Each namespace owns two collections: ``active`` (what retrieval searches) and ``archive``
+(dormant nodes moved out of the active graph, restorable). Collection names are derived
+from a hash of the namespace, so any namespace string maps to a valid, private name; the
+namespace itself is kept in the collection metadata.
+
+Embeddings are always passed explicitly: Chroma never embeds anything itself (its default
+embedding function would try to download a model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import StorageError
+
+logger = logging.getLogger(__name__)
+
+_PAGE = 5000
+
+
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+def persistent_client(path: str | Path) -> Any:
+    """An embedded Chroma client storing its files under ``path``."""
+    import chromadb
+
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=_settings())
+    except Exception as exc:  # chroma raises many kinds; name the path
+        raise StorageError(f"cannot open embedded Chroma at {path}: {exc}") from exc
+
+
+def http_client(host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> Any:
+    """A client for a Chroma server started with ``chroma run --host H --port P``."""
+    import chromadb
+
+    try:
+        return chromadb.HttpClient(host=host, port=port, settings=_settings(), **kwargs)
+    except Exception as exc:
+        raise StorageError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from exc
+
+
+def collection_name(namespace: str, role: str) -> str:
+    """A valid Chroma collection name for (namespace, role), stable across processes."""
+    digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:32]
+    return f"synapse-{digest}-{role}"
+
+
+def _clean_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Chroma accepts only str/int/float/bool values (and not None)."""
+    return {k: v for k, v in meta.items() if isinstance(v, (str, int, float, bool))}
+
+
+class VectorCollection:
+    """Thin wrapper over one Chroma collection with explicit embeddings."""
+
+    def __init__(self, client: Any, name: str, namespace: str, role: str) -> None:
+        self.name = name
+        try:
+            self._col = client.get_or_create_collection(
+                name,
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"namespace": namespace, "role": role, "library": "synapse-integrations"},
+            )
+        except Exception as exc:
+            raise StorageError(f"cannot open Chroma collection {name}: {exc}") from exc
+
+    def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
+               metadatas: Sequence[Mapping[str, Any]]) -> None:
+        if not ids:
+            return
+        try:
+            for s in range(0, len(ids), _PAGE):
+                self._col.upsert(
+                    ids=list(ids[s:s + _PAGE]),
+                    embeddings=np.asarray(embeddings[s:s + _PAGE], dtype=np.float32),
+                    documents=list(documents[s:s + _PAGE]),
+                    metadatas=[_clean_metadata(m) or {"_": 0} for m in metadatas[s:s + _PAGE]],
+                )
+        except Exception as exc:
+            raise StorageError(f"Chroma upsert into {self.name} failed: {exc}") from exc
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        try:
+            for s in range(0, len(ids), _PAGE):
+                self._col.delete(ids=list(ids[s:s + _PAGE]))
+        except Exception as exc:
+            raise StorageError(f"Chroma delete from {self.name} failed: {exc}") from exc
+
+    def query(self, embedding: np.ndarray, k: int,
+              where: Mapping[str, Any] | None = None) -> tuple[list[str], np.ndarray]:
+        """The ``k`` nearest ids and their cosine similarities (best first)."""
+        if k <= 0:
+            return [], np.zeros(0)
+        try:
+            res = self._col.query(
+                query_embeddings=np.asarray(embedding, dtype=np.float32)[None, :],
+                n_results=k,
+                where=dict(where) if where else None,
+                include=["distances"],
+            )
+        except Exception as exc:
+            raise StorageError(f"Chroma query on {self.name} failed: {exc}") from exc
+        ids = list(res["ids"][0])
+        sims = 1.0 - np.asarray(res["distances"][0], dtype=np.float64)
+        return ids, sims
+
+    def get(self, ids: Sequence[str] | None = None, *, include_documents: bool = False
+            ) -> tuple[list[str], np.ndarray, list[str] | None]:
+        """Ids and embeddings (and documents) of ``ids``, or of everything when None."""
+        include = ["embeddings"] + (["documents"] if include_documents else [])
+        out_ids: list[str] = []
+        embs: list[np.ndarray] = []
+        docs: list[str] = []
+        try:
+            if ids is None:
+                offset = 0
+                while True:
+                    page = self._col.get(include=include, limit=_PAGE, offset=offset)
+                    if not page["ids"]:
+                        break
+                    out_ids += page["ids"]
+                    embs.append(np.asarray(page["embeddings"], dtype=np.float32))
+                    docs += page.get("documents") or []
+                    offset += len(page["ids"])
+            else:
+                for s in range(0, len(ids), _PAGE):
+                    page = self._col.get(ids=list(ids[s:s + _PAGE]), include=include)
+                    out_ids += page["ids"]
+                    if page["ids"]:
+                        embs.append(np.asarray(page["embeddings"], dtype=np.float32))
+                        docs += page.get("documents") or []
+        except Exception as exc:
+            raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
+        dim = embs[0].shape[1] if embs else 0
+        matrix = np.concatenate(embs) if embs else np.zeros((0, dim), dtype=np.float32)
+        return out_ids, matrix, (docs if include_documents else None)
+
+    def count(self) -> int:
+        try:
+            return int(self._col.count())
+        except Exception as exc:
+            raise StorageError(f"Chroma count on {self.name} failed: {exc}") from exc
+
+
+class ChromaVectors:
+    """The two collections (active, archive) of one namespace."""
+
+    def __init__(self, client: Any, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.active = VectorCollection(client, collection_name(namespace, "active"), namespace, "active")
+        self.archive = VectorCollection(client, collection_name(namespace, "archive"), namespace, "archive")
+
+    def drop(self) -> None:
+        """Delete both collections of this namespace."""
+        for col in (self.active, self.archive):
+            try:
+                self.client.delete_collection(col.name)
+            except Exception as exc:  # already gone is fine; anything else is not
+                if "does not exist" not in str(exc).lower():
+                    raise StorageError(f"cannot delete Chroma collection {col.name}: {exc}") from exc
+
+
+def list_namespaces(client: Any) -> list[str]:
+    """Namespaces that have collections in this Chroma (read from collection metadata)."""
+    out = set()
+    for col in client.list_collections():
+        meta = getattr(col, "metadata", None) or {}
+        if meta.get("library") == "synapse-integrations" and "namespace" in meta:
+            out.add(meta["namespace"])
+    return sorted(out)

@@ -1,0 +1,364 @@
+"""The engine end to end, with the real MiniLM model and real embedded Chroma."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from synapse_integrations import (
+    EmbeddingError,
+    InvalidInputError,
+    InvalidTypeError,
+    NamespaceError,
+    NodeNotFoundError,
+    Synapse,
+    SynapseConfig,
+    SynapseError,
+    UnknownNamespaceError,
+)
+
+pytestmark = pytest.mark.model
+
+T0 = datetime(2024, 1, 6, 9, 0, tzinfo=timezone.utc)
+
+FILLER = [
+    "Sam: The new coffee place downtown roasts its own beans.",
+    "Riley: I finished repainting the kitchen a pale green colour.",
+    "Sam: My laptop battery barely lasts two hours these days.",
+    "Riley: We watched a documentary about deep sea creatures.",
+    "Sam: The bus schedule changed again, so I leave earlier now.",
+    "Riley: I'm trying a sourdough starter, it smells odd.",
+    "Sam: Work has been hectic with the quarterly report.",
+    "Riley: The neighbours planted tomatoes along the fence.",
+    "Sam: I replaced the bike chain myself for the first time.",
+    "Riley: My sister sent photos from her garden in spring.",
+    "Sam: The library extended its weekend opening hours.",
+    "Riley: I found a cheap flight deal but the dates were wrong.",
+    "Sam: We're thinking about new curtains for the living room.",
+    "Riley: The concert tickets sold out in ten minutes.",
+    "Sam: I've started walking to work when the weather is nice.",
+]
+
+
+def bridge_conversation() -> list[dict]:
+    """Session 1 mentions a ski trip with Dana; much later Dana's news is told with no
+    word (and little meaning) in common with the question about 'the person from the ski trip'."""
+    turns = [
+        {"text": "Sam: I just got back from a ski trip to Whistler with my cousin Dana.",
+         "speaker": "Sam", "timestamp": T0},
+        {"text": "Riley: Nice! Was the snow good up there?", "speaker": "Riley",
+         "timestamp": T0 + timedelta(minutes=1)},
+        {"text": "Sam: Powder every morning, we skied until our legs gave out.", "speaker": "Sam",
+         "timestamp": T0 + timedelta(minutes=2)},
+        {"text": "Riley: Sounds like a great week on the slopes.", "speaker": "Riley",
+         "timestamp": T0 + timedelta(minutes=3)},
+        {"text": "Sam: It was, the mountain views were unreal.", "speaker": "Sam",
+         "timestamp": T0 + timedelta(minutes=4)},
+    ]
+    t = T0 + timedelta(days=3)
+    for i in range(6):  # six filler sessions
+        for j, text in enumerate(FILLER):
+            turns.append({"text": text, "speaker": text.split(":")[0],
+                          "timestamp": t + timedelta(days=7 * i, minutes=j)})
+    t = T0 + timedelta(days=60)
+    turns += [
+        {"text": "Sam: Big news in the family, Dana got accepted into veterinary school.",
+         "speaker": "Sam", "timestamp": t},
+        {"text": "Riley: Congratulations to her!", "speaker": "Riley", "timestamp": t + timedelta(minutes=1)},
+        {"text": "Sam: She has wanted to work with animals forever.", "speaker": "Sam",
+         "timestamp": t + timedelta(minutes=2)},
+        {"text": "Riley: Let's celebrate when she visits.", "speaker": "Riley",
+         "timestamp": t + timedelta(minutes=3)},
+        {"text": "Sam: Definitely, maybe a dinner in town.", "speaker": "Sam",
+         "timestamp": t + timedelta(minutes=4)},
+    ]
+    return turns
+
+
+ANSWER = "Sam: Big news in the family, Dana got accepted into veterinary school."
+BRIDGE_QUESTION = "What is the person I went on the ski trip with going to study?"
+
+
+def test_add_turn_builds_episodes_and_temporal_edges(memory):
+    ids = [memory.add_turn(f"turn number {i} about gardening", speaker="Sam",
+                           timestamp=T0 + timedelta(hours=i)) for i in range(3)]
+    g = memory.graph
+    assert [g.nodes[i]["kind"] for i in ids] == ["episode"] * 3
+    assert g.edges[ids[0], ids[1]]["kind"] == "temporal"
+    # weight exp(-rho * dt) with dt = 1 hour, rho = 0.01 per hour
+    assert g.edges[ids[0], ids[1]]["weight"] == pytest.approx(np.exp(-0.01))
+    assert not g.has_edge(ids[1], ids[0])  # temporal edges point forward by default
+    assert memory.stats()["pending"] == 3
+
+
+def test_consolidation_every_n_turns_creates_concepts_and_abstraction_edges(memory):
+    memory.add_turns(bridge_conversation()[:5])
+    st = memory.stats()
+    assert st["windows"] == 1 and st["pending"] == 0
+    assert st["concepts"] >= 2
+    g = memory.graph
+    dana = [n for n, d in g.nodes(data=True) if d["kind"] == "concept" and d["name"] == "Dana"]
+    assert dana, "the offline extractor should make a concept for Dana"
+    eps = [n for n, d in g.nodes(data=True) if d["kind"] == "episode"]
+    for e in eps:  # both directions, weight 0.8, to every episode of the window
+        assert g.edges[e, dana[0]]["weight"] == pytest.approx(0.8)
+        assert g.edges[dana[0], e]["kind"] == "abstraction"
+
+
+def test_concepts_deduplicate_across_windows_with_ema(memory):
+    memory.add_turns(bridge_conversation())
+    g = memory.graph
+    dana = [n for n, d in g.nodes(data=True) if d["kind"] == "concept" and d["name"] == "Dana"]
+    assert len(dana) == 1
+    assert g.nodes[dana[0]]["mentions"] >= 2
+    answer = [n for n, d in g.nodes(data=True) if d["text"] == ANSWER][0]
+    first = [n for n, d in g.nodes(data=True) if d["text"].startswith("Sam: I just got back")][0]
+    assert g.has_edge(first, dana[0]) and g.has_edge(dana[0], answer)
+
+
+def test_incoming_edges_are_pruned_to_top_k(tmp_path, embedder):
+    cfg = SynapseConfig(prune_top_k=4)
+    with Synapse(tmp_path / "m", embedder=embedder, config=cfg) as mem:
+        mem.add_turns(bridge_conversation())
+        assert max(d for _, d in mem.graph.in_degree()) <= 4
+
+
+def test_bridge_concept_reaches_answer_that_dense_search_misses(memory):
+    memory.add_turns(bridge_conversation())
+    memory.consolidate()
+    k = 10
+    q = memory._embedder.embed_query(BRIDGE_QUESTION)
+    dense_ids, _ = memory._vectors.active.query(q, 60)
+    dense_eps = [i for i in dense_ids if memory.graph.nodes[i]["kind"] == "episode"][:k]
+    answer = [n for n, d in memory.graph.nodes(data=True) if d["text"] == ANSWER][0]
+    assert answer not in dense_eps, "the test case must be one dense retrieval misses"
+
+    res = memory.retrieve(BRIDGE_QUESTION, k=30)
+    ranked_eps = [it.id for it in res.episodes()][:k]
+    assert answer in ranked_eps
+    item = next(it for it in res.items if it.id == answer)
+    # it was reached through the graph: its path runs from an anchor through a concept
+    assert len(item.path) >= 3
+    kinds = [memory.graph.nodes[p]["kind"] for p in item.path]
+    assert "concept" in kinds[1:-1]
+    assert item.components.activation > 0
+
+
+def test_retrieve_returns_components_and_gate(memory):
+    memory.add_turns(bridge_conversation())
+    res = memory.retrieve("How was the snow at Whistler?", k=5)
+    assert len(res.items) == 5
+    top = res.items[0]
+    assert "Whistler" in top.text or "snow" in top.text.lower() or "ski" in top.text.lower()
+    assert 0 <= top.components.similarity <= 1 and 0 <= top.components.activation <= 1
+    assert 0 <= top.components.pagerank <= 1
+    assert top.components.bm25_rank is not None or top.components.dense_rank is not None
+    assert res.confidence == pytest.approx(top.components.activation)
+    assert res.rejected == (res.confidence < res.gate_tau)
+    assert [it.score for it in res.items] == sorted((it.score for it in res.items), reverse=True)
+    chrono = res.in_time_order()
+    stamps = [it.timestamp for it in chrono if it.timestamp]
+    assert stamps == sorted(stamps)
+
+
+def test_gate_rejects_when_confidence_below_tau(tmp_path, embedder):
+    with Synapse(tmp_path / "m", embedder=embedder, config=SynapseConfig(gate_tau=1.01)) as mem:
+        mem.add_turns(bridge_conversation()[:10])
+        res = mem.retrieve("Who came skiing?")
+        assert res.rejected and res.accepted == ()
+    with Synapse(tmp_path / "m2", embedder=embedder, config=SynapseConfig(gate_tau=0.0)) as mem:
+        mem.add_turns(bridge_conversation()[:10])
+        assert not mem.retrieve("Who came skiing?").rejected
+
+
+def test_empty_memory_retrieve_is_rejected(memory):
+    res = memory.retrieve("anything at all?")
+    assert res.items == () and res.rejected
+
+
+@pytest.mark.parametrize("name", ["full", "no-gate", "no-inhibition", "no-fan", "no-decay",
+                                  "no-pagerank", "no-activation", "no-graph"])
+def test_every_ablation_runs(tmp_path, embedder, name):
+    cfg = SynapseConfig.ablation(name)
+    with Synapse(tmp_path / "m", embedder=embedder, config=cfg) as mem:
+        mem.add_turns(bridge_conversation()[:20])
+        res = mem.retrieve("ski trip with Dana", k=5)
+        assert res.items
+        if name == "no-gate":
+            assert not res.rejected
+        if name in ("no-activation",):
+            assert all(it.components.activation == 0 for it in res.items)
+        if name in ("no-graph", "no-pagerank"):
+            assert all(it.components.pagerank == 0 for it in res.items)
+
+
+def test_save_restart_load_gives_identical_retrieval(tmp_path, embedder):
+    path = tmp_path / "m"
+    mem = Synapse(path, namespace="alice", embedder=embedder)
+    mem.add_turns(bridge_conversation())
+    mem.add_turn("Sam: one more pending turn about the garden.", timestamp=T0 + timedelta(days=90))
+    before = mem.retrieve(BRIDGE_QUESTION, k=15)
+    stats = mem.stats()
+    mem.close()
+
+    again = Synapse.load(path, namespace="alice", embedder=embedder)
+    after = again.retrieve(BRIDGE_QUESTION, k=15)
+    assert again.stats() == stats
+    assert [i.id for i in after.items] == [i.id for i in before.items]
+    assert np.allclose([i.score for i in after.items], [i.score for i in before.items], atol=1e-6)
+    assert (after.rejected, after.confidence) == pytest.approx((before.rejected, before.confidence))
+    again.close()
+
+
+def test_turns_written_after_last_snapshot_are_reattached(tmp_path, embedder):
+    path = tmp_path / "m"
+    mem = Synapse(path, embedder=embedder)
+    mem.add_turns(bridge_conversation()[:10])
+    mem.save()
+    late = mem.add_turn("Sam: I adopted a very loud parrot named Kiwi.", timestamp=T0 + timedelta(days=99))
+    # simulate a crash: no close(), no snapshot
+    mem._closed = True
+    again = Synapse.load(path, embedder=embedder)
+    assert late in again.graph
+    assert again.retrieve("parrot name", k=3).items[0].id == late
+    again.close()
+
+
+def test_load_unknown_namespace_raises(tmp_path, embedder):
+    with pytest.raises(UnknownNamespaceError):
+        Synapse.load(tmp_path / "nothing", namespace="bob", embedder=embedder)
+
+
+def test_namespaces_are_isolated(tmp_path, embedder):
+    a = Synapse(tmp_path / "m", namespace="alice", embedder=embedder)
+    b = Synapse(tmp_path / "m", namespace="bob", embedder=embedder)
+    a.add_turn("Alice keeps her spare key under the blue flowerpot.")
+    b.add_turn("Bob likes jazz records.")
+    assert all("flowerpot" not in it.text for it in b.retrieve("where is the spare key?"))
+    assert a.retrieve("where is the spare key?").items[0].text.startswith("Alice")
+    a.close()
+    b.close()
+    assert set(Synapse.namespaces(tmp_path / "m")) == {"alice", "bob"}
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "a\x00b", "x" * 300, 5])
+def test_bad_namespaces_are_refused(tmp_path, embedder, bad):
+    with pytest.raises(NamespaceError):
+        Synapse(tmp_path / "m", namespace=bad, embedder=embedder)
+
+
+def test_hostile_namespace_stays_inside_the_folder(tmp_path, embedder):
+    root = tmp_path / "m"
+    with Synapse(root, namespace="../../escape", embedder=embedder) as mem:
+        mem.add_turn("secret")
+    assert not (tmp_path / "escape").exists()
+    assert all(root in p.parents for p in root.rglob("*"))
+
+
+def test_bad_input_gives_clear_errors_and_stores_nothing(memory):
+    memory.add_turn("a good turn")
+    before = memory.stats()
+    with pytest.raises(InvalidInputError, match="empty"):
+        memory.add_turn("   ")
+    with pytest.raises(InvalidTypeError, match="str"):
+        memory.add_turn(42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="ISO 8601"):
+        memory.add_turn("hello", timestamp="yesterday-ish")
+    with pytest.raises(InvalidInputError, match="finite"):
+        memory.add_turn("hello", timestamp=float("nan"))
+    with pytest.raises(InvalidInputError, match="JSON"):
+        memory.add_turn("hello", metadata={"x": object()})
+    with pytest.raises(InvalidInputError):  # one bad turn in a batch stores none of it
+        memory.add_turns(["fine", ""])
+    with pytest.raises(InvalidInputError, match="query"):
+        memory.retrieve("")
+    with pytest.raises(InvalidInputError, match="k must"):
+        memory.retrieve("x", k=0)
+    assert memory.stats() == before
+    assert all(isinstance(e, SynapseError) for e in (InvalidInputError("x"), InvalidTypeError("x")))
+
+
+def test_embedding_dimension_mismatch_is_refused(tmp_path, embedder):
+    class Wrong:
+        def embed_documents(self, texts):
+            return [[0.1] * 17 for _ in texts]
+
+        def embed_query(self, text):
+            return [0.1] * 17
+
+    with pytest.raises(EmbeddingError, match="dimension"):
+        with Synapse(tmp_path / "m", embedder=Wrong()) as mem:
+            mem.add_turn("hello")
+
+    class Nan(Wrong):
+        def embed_documents(self, texts):
+            return [[float("nan")] * 384 for _ in texts]
+
+    with Synapse(tmp_path / "m2", embedder=Nan()) as mem:
+        with pytest.raises(EmbeddingError, match="NaN"):
+            mem.add_turn("hello")
+        assert mem.stats()["episodes"] == 0
+
+
+def test_archive_and_restore(memory):
+    ids = memory.add_turns(bridge_conversation()[:10])
+    memory.archive(ids[:2])
+    assert ids[0] not in memory.graph
+    assert {r["id"] for r in memory.archived()} == set(ids[:2])
+    assert ids[0] not in {it.id for it in memory.retrieve("ski trip to Whistler", k=30)}
+    memory.restore(ids[:2])
+    assert ids[0] in memory.graph and memory.graph.has_edge(ids[0], ids[1])
+    assert memory.retrieve("ski trip to Whistler", k=3).items[0].id == ids[0]
+    with pytest.raises(NodeNotFoundError):
+        memory.restore(["nope"])
+
+
+def test_dormant_nodes_are_archived_after_w_queried_windows(tmp_path, embedder):
+    cfg = SynapseConfig(dormancy_windows=2, consolidation_interval=5)
+    with Synapse(tmp_path / "m", embedder=embedder, config=cfg) as mem:
+        first = mem.add_turns(bridge_conversation()[:5])
+        for i in range(3):  # three more windows, each queried about something else
+            mem.retrieve("coffee roasting downtown")
+            mem.add_turns(FILLER[5 * i:5 * i + 5])
+        archived = {r["id"] for r in mem.archived()}
+        assert set(first) & archived
+        assert mem.stats()["archived"] == len(archived)
+
+
+def test_no_archiving_without_queries(tmp_path, embedder):
+    cfg = SynapseConfig(dormancy_windows=1)
+    with Synapse(tmp_path / "m", embedder=embedder, config=cfg) as mem:
+        mem.add_turns(bridge_conversation())
+        assert mem.stats()["archived"] == 0
+
+
+def test_forget_by_speaker_time_and_ids(memory):
+    memory.add_turns(bridge_conversation())
+    n = memory.stats()["episodes"]
+    gone = memory.forget(speaker="Riley")
+    assert gone and all("Riley" not in memory.get(i)["speaker"] for i in memory.graph
+                        if memory.get(i)["kind"] == "episode")
+    assert memory.stats()["episodes"] == n - len([g for g in gone if g.startswith("ep-")])
+    later = memory.forget(since=T0 + timedelta(days=50))
+    assert all(memory.get(i)["ts"] < (T0 + timedelta(days=50)).timestamp()
+               for i in memory.graph if memory.get(i)["kind"] == "episode")
+    assert later
+    assert all("veterinary" not in it.text for it in memory.retrieve("veterinary school", k=30))
+    memory.forget(everything=True)
+    assert memory.stats()["episodes"] == 0 and memory.stats()["concepts"] == 0
+    with pytest.raises(InvalidInputError):
+        memory.forget()
+
+
+async def test_async_twins(memory):
+    ids = await memory.aadd_turns(bridge_conversation()[:6])
+    one = await memory.aadd_turn("Sam: an async turn about kayaks")
+    rep = await memory.aconsolidate()
+    res = await memory.aretrieve("kayaks", k=3)
+    assert res.items[0].id == one and len(ids) == 6 and rep.windows >= 1
+    results = await asyncio.gather(*(memory.aretrieve("ski trip") for _ in range(5)))
+    assert len({tuple(i.id for i in r.items) for r in results}) == 1
+    assert await memory.aforget([one]) == [one]
