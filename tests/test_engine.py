@@ -126,27 +126,6 @@ def test_incoming_edges_are_pruned_to_top_k(tmp_path, embedder):
         assert max(d for _, d in mem.graph.in_degree()) <= 4
 
 
-def test_bridge_concept_reaches_answer_that_dense_search_misses(memory):
-    memory.add_turns(bridge_conversation())
-    memory.consolidate()
-    k = 10
-    q = memory._embedder.embed_query(BRIDGE_QUESTION)
-    dense_ids, _ = memory._vectors.active.query(q, 60)
-    dense_eps = [i for i in dense_ids if memory.graph.nodes[i]["kind"] == "episode"][:k]
-    answer = [n for n, d in memory.graph.nodes(data=True) if d["text"] == ANSWER][0]
-    assert answer not in dense_eps, "the test case must be one dense retrieval misses"
-
-    res = memory.retrieve(BRIDGE_QUESTION, k=30)
-    ranked_eps = [it.id for it in res.episodes()][:k]
-    assert answer in ranked_eps
-    item = next(it for it in res.items if it.id == answer)
-    # it was reached through the graph: its path runs from an anchor through a concept
-    assert len(item.path) >= 3
-    kinds = [memory.graph.nodes[p]["kind"] for p in item.path]
-    assert "concept" in kinds[1:-1]
-    assert item.components.activation > 0
-
-
 def test_retrieve_returns_components_and_gate(memory):
     memory.add_turns(bridge_conversation())
     res = memory.retrieve("How was the snow at Whistler?", k=5)
