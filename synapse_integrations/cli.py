@@ -2,6 +2,10 @@
 
 ``synapse demo [--path DIR] [--k 5]`` ingests the shipped multi-session conversation into
 embedded Chroma and shows, for a few questions, what memory returns and why.
+
+``synapse bench locomo --data FILE --out results.json`` measures retrieval quality on LoCoMo
+(baselines, SYNAPSE, ablations, gate); ``synapse bench perf --out perf.json`` measures latency
+and throughput against memory size. See docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -78,6 +82,105 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _csv(kind: type) -> Any:
+    def parse(value: str) -> list[Any]:
+        try:
+            items = [kind(v.strip()) for v in value.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {value!r}") from None
+        if not items:
+            raise argparse.ArgumentTypeError("the list is empty")
+        return items
+    return parse
+
+
+def _tqdm_factory(enabled: bool) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return lambda total, desc: tqdm(total=total, desc=desc, unit="turn", file=sys.stderr,
+                                    leave=False)
+
+
+def format_locomo_table(results: dict[str, Any]) -> str:
+    """A methods x categories table of recall@k (percent) for every k, plus latency."""
+    lines: list[str] = []
+    cats = ["1", "2", "3", "4", "5", "1-4"]
+    names = {"1": "multi-hop", "2": "temporal", "3": "open-dom", "4": "single-hop",
+             "5": "advers.", "1-4": "pooled 1-4"}
+    methods = results["methods"]
+    ks = sorted({int(key.split("@")[1]) for m in methods.values() for key in m if key.startswith("recall@")})
+    q = results["questions"]
+    width = max([len(m) for m in methods] + [10])
+    for k in ks:
+        lines.append(f"recall@{k} (%)  questions: " + ", ".join(f"{c}={q[c]}" for c in cats[:5]))
+        lines.append(f"{'method':<{width}} " + " ".join(f"{names[c]:>10}" for c in cats)
+                     + f" {'p50 ms':>8} {'p95 ms':>8}")
+        for name, m in methods.items():
+            r = m[f"recall@{k}"]
+            lines.append(f"{name:<{width}} " + " ".join(f"{100 * r[c]:>10.1f}" for c in cats)
+                         + f" {m['latency_ms']['p50']:>8.1f} {m['latency_ms']['p95']:>8.1f}")
+        lines.append("")
+    gate = results.get("gate")
+    if gate:
+        lines.append(f"gate ({gate['method']}, tau {gate['tau']:g}): adversarial rejected "
+                     f"{100 * gate['adversarial_rejection']:.1f}%, false refusals "
+                     f"{100 * gate['false_refusal']:.1f}%")
+        lines.append("  tau    advers.rejected  false refusal")
+        for row in gate["sweep"]:
+            lines.append(f"  {row['tau']:<6g} {100 * row['adversarial_rejection']:>15.1f} "
+                         f"{100 * row['false_refusal']:>14.1f}")
+    lines.append(f"skipped malformed evidence ids: {results['skipped_evidence']}")
+    return "\n".join(lines)
+
+
+def cmd_bench_locomo(args: argparse.Namespace) -> int:
+    from .bench.retrieval import DEFAULT_KS, DEFAULT_METHODS, run_locomo
+
+    t0 = time.perf_counter()
+    results = run_locomo(
+        args.data, conversations=args.conversations, methods=args.methods or DEFAULT_METHODS,
+        ks=args.k or DEFAULT_KS, progress=_tqdm_factory(not args.no_progress),
+    )
+    _write_json(args.out, results)
+    print(format_locomo_table(results))
+    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
+    if args.plot:
+        from .bench.plots import plot_locomo
+
+        for path in plot_locomo(results, args.plot):
+            print(f"wrote {path}")
+    return 0
+
+
+def cmd_bench_perf(args: argparse.Namespace) -> int:
+    from .bench.perf import format_perf_table, run_perf
+
+    results = run_perf(args.nodes, queries=args.queries, progress=_tqdm_factory(not args.no_progress))
+    _write_json(args.out, results)
+    print(format_perf_table(results))
+    print(f"wrote {args.out}")
+    if args.plot:
+        from .bench.plots import plot_perf
+
+        for path in plot_perf(results, args.plot):
+            print(f"wrote {path}")
+    return 0
+
+
+def _write_json(path: str, data: dict[str, Any]) -> None:
+    from pathlib import Path
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(target)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="synapse", description="SYNAPSE long-term memory tools")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
@@ -89,6 +192,33 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--k", type=int, default=5, help="memories shown per question")
     demo.add_argument("--no-progress", action="store_true", help="no progress bar")
     demo.set_defaults(func=cmd_demo)
+
+    bench = sub.add_parser("bench", help="benchmarks: LoCoMo retrieval quality, performance")
+    bsub = bench.add_subparsers(dest="bench_command", required=True)
+    loc = bsub.add_parser("locomo", help="recall@k per LoCoMo category: baselines, SYNAPSE, "
+                                         "ablations, gate sweep")
+    loc.add_argument("--data", required=True, help="LoCoMo JSON (locomo10.json or a subset)")
+    loc.add_argument("--conversations", type=_csv(str), default=None,
+                     help="comma-separated sample ids (default: all)")
+    loc.add_argument("--methods", type=_csv(str), default=None,
+                     help="comma-separated methods (default: all): dense, bm25, hybrid_rrf, "
+                          "synapse, synapse-paper, synapse-no-gate, synapse-no-inhibition, "
+                          "synapse-no-fan, synapse-no-decay, synapse-no-pagerank, "
+                          "synapse-no-activation, synapse-no-graph")
+    loc.add_argument("--k", type=_csv(int), default=None, help="comma-separated k (default 5,10,30)")
+    loc.add_argument("--plot", default=None, metavar="DIR", help="save PNG plots in DIR")
+    loc.add_argument("--out", required=True, help="results JSON")
+    loc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    loc.set_defaults(func=cmd_bench_locomo)
+
+    perf = bsub.add_parser("perf", help="latency and throughput against memory size")
+    perf.add_argument("--nodes", type=_csv(int), default=[1000, 10000, 100000],
+                      help="comma-separated episode counts (default 1000,10000,100000)")
+    perf.add_argument("--queries", type=int, default=200, help="timed queries per size")
+    perf.add_argument("--plot", default=None, metavar="DIR", help="save PNG plots in DIR")
+    perf.add_argument("--out", required=True, help="perf JSON")
+    perf.add_argument("--no-progress", action="store_true", help="no progress bar")
+    perf.set_defaults(func=cmd_bench_perf)
     return parser
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from .errors import ConfigError
 
@@ -153,6 +153,28 @@ class SynapseConfig:
     def seconds_per_time_unit(self) -> float:
         """Seconds in one ``temporal_unit`` (the unit of ``dt`` in ``exp(-rho * dt)``)."""
         return _SECONDS_PER_UNIT[self.temporal_unit]
+
+    #: Fields that shape the graph when turns are ingested and consolidated. Two configs that
+    #: agree on these build the same graph from the same turns, so they can share one memory
+    #: and differ only at query time (see ``Synapse.retrieve_by_vector(..., config=...)``).
+    GRAPH_FIELDS: ClassVar[tuple[str, ...]] = (
+        "embedding_dim", "consolidation_interval", "dedup_threshold", "ema_momentum",
+        "abstraction_weight", "association_threshold", "association_top_k", "temporal_rho",
+        "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
+        "dormancy_windows", "max_concepts_per_window", "pagerank_damping",
+    )
+
+    def graph_signature(self) -> tuple[Any, ...]:
+        """The values of :attr:`GRAPH_FIELDS` plus ``extra`` (hashable): equal signatures
+        mean the same ingested graph.
+
+        >>> SynapseConfig().graph_signature() == SynapseConfig.ablation("no-fan").graph_signature()
+        True
+        """
+        import json
+
+        return tuple(getattr(self, f) for f in self.GRAPH_FIELDS) + (
+            json.dumps(self.extra, sort_keys=True),)
 
     def replace(self, **changes: Any) -> SynapseConfig:
         """A copy with some fields changed (validated again)."""

@@ -629,9 +629,18 @@ class Synapse:
         q = self._embedder.embed_query(query)
         return self.retrieve_by_vector(query, q, k=k)
 
-    def retrieve_by_vector(self, query: str, q: np.ndarray, *, k: int | None = None) -> RetrievalResult:
-        """:meth:`retrieve` with the query embedding already computed (used by benchmarks)."""
-        cfg = self.config
+    def retrieve_by_vector(self, query: str, q: np.ndarray, *, k: int | None = None,
+                           config: SynapseConfig | None = None) -> RetrievalResult:
+        """:meth:`retrieve` with the query embedding already computed (used by benchmarks).
+
+        ``config`` overrides the memory's own *retrieval* settings for this call only
+        (anchors, dynamics, scoring, gate, mechanism switches); the graph itself was built
+        with :attr:`config`, so graph-construction fields of the override are ignored. This
+        lets the retrieval-only ablations share one ingested memory.
+        """
+        if config is not None and not isinstance(config, SynapseConfig):
+            raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
+        cfg = config or self.config
         k = cfg.top_k if k is None else k
         with self._lock:
             self._check_open()
@@ -695,6 +704,17 @@ class Synapse:
             )
             return RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau)
 
+    def search_vectors(self, q: np.ndarray, k: int, *, kind: str | None = None
+                       ) -> tuple[list[str], np.ndarray]:
+        """Plain dense search: the ``k`` active nodes nearest to the embedding ``q`` (Chroma
+        cosine), optionally only episodes or concepts (``kind``). Returns ids and cosines,
+        best first. This is the vector-only baseline the benchmark compares against."""
+        if kind not in (None, "episode", "concept"):
+            raise InvalidInputError(f"kind must be None, 'episode' or 'concept', got {kind!r}")
+        with self._lock:
+            self._check_open()
+            return self._vectors.active.query(q, k, where={"kind": kind} if kind else None)
+
     def _item(self, c: Any, idx: int, score: float, comp: ScoreComponents,
               parents: np.ndarray | None) -> RetrievedItem:
         node_id = c.ids[idx]
@@ -702,7 +722,7 @@ class Synapse:
         path: list[str] = []
         if parents is not None:
             j, guard = idx, 0
-            while j >= 0 and guard <= self.config.iterations + 1:
+            while j >= 0 and guard <= parents.size:
                 path.append(c.ids[j])
                 j = int(parents[j])
                 guard += 1

@@ -1,0 +1,70 @@
+"""End-to-end run of ``synapse bench locomo`` on the tiny fixture: the JSON contract and ranges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from synapse_integrations.bench.retrieval import DEFAULT_METHODS, method_config, rrf_fuse
+from synapse_integrations.cli import main
+from synapse_integrations.config import SynapseConfig
+
+FIXTURE = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
+CATS = {"1", "2", "3", "4", "5", "1-4"}
+
+
+def test_rrf_fuse_hand_computed() -> None:
+    # a: 1/61 + 1/62 = 0.03252; c: 1/63 + 1/61 = 0.03227; b: 1/62 = 0.01613; d: 1/63
+    assert rrf_fuse([["a", "b", "c"], ["a", "c"]]) == ["a", "c", "b"]
+    assert rrf_fuse([["x"], ["y"]]) == ["x", "y"]  # tie: first appearance wins
+    assert rrf_fuse([]) == []
+
+
+def test_method_configs() -> None:
+    assert method_config("synapse") == SynapseConfig()
+    assert method_config("synapse-paper") == SynapseConfig.paper()
+    assert method_config("synapse-no-fan").use_fan_effect is False
+    # retrieval-only ablations share the ingested graph of the default
+    for m in DEFAULT_METHODS:
+        if m.startswith("synapse-no-"):
+            assert method_config(m).graph_signature() == SynapseConfig().graph_signature()
+    with pytest.raises(ValueError, match="unknown method"):
+        method_config("cosine")
+
+
+@pytest.mark.model
+def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
+    out = tmp_path / "results.json"
+    rc = main(["bench", "locomo", "--data", str(FIXTURE), "--k", "5,10",
+               "--out", str(out), "--no-progress", "--plot", str(tmp_path / "plots")])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert set(res) == {"dataset", "conversations", "questions", "skipped_evidence", "methods", "gate"}
+    assert res["conversations"] == ["tiny-a", "tiny-b"]
+    assert set(res["questions"]) == {"1", "2", "3", "4", "5"}
+    assert sum(res["questions"].values()) == 12
+    assert res["skipped_evidence"] == 2
+    assert list(res["methods"]) == list(DEFAULT_METHODS)
+    for name, m in res["methods"].items():
+        assert set(m) == {"recall@5", "recall@10", "latency_ms"}, name
+        for k in ("recall@5", "recall@10"):
+            assert set(m[k]) == CATS
+            assert all(0.0 <= v <= 1.0 for v in m[k].values())
+        assert m["recall@5"]["1-4"] <= m["recall@10"]["1-4"] + 1e-12
+        assert 0.0 <= m["latency_ms"]["p50"] <= m["latency_ms"]["p95"]
+    # a memory of 17-18 turns: every method finds something
+    assert res["methods"]["dense"]["recall@10"]["1-4"] > 0.3
+    gate = res["gate"]
+    assert gate["method"] == "synapse"
+    assert set(gate) == {"method", "tau", "adversarial_rejection", "false_refusal", "sweep"}
+    taus = [row["tau"] for row in gate["sweep"]]
+    assert {0.0, 0.05, 0.1, 0.12, 0.15, 0.2, 0.3} <= set(taus)
+    for row in gate["sweep"]:
+        assert set(row) == {"tau", "adversarial_rejection", "false_refusal"}
+        assert 0.0 <= row["adversarial_rejection"] <= 1.0 and 0.0 <= row["false_refusal"] <= 1.0
+    assert gate["sweep"][0]["false_refusal"] == 0.0  # tau 0 rejects nothing
+    printed = capsys.readouterr().out
+    assert "recall@10" in printed and "hybrid_rrf" in printed and "pooled 1-4" in printed
+    assert (tmp_path / "plots" / "locomo_recall.png").stat().st_size > 0
