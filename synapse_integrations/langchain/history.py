@@ -1,0 +1,72 @@
+"""``SynapseChatMessageHistory``: a LangChain chat history stored as SYNAPSE episodes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._adapter_utils import list_episodes, require
+
+require("langchain_core", "langchain")
+
+from langchain_core.chat_history import BaseChatMessageHistory  # noqa: E402
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict  # noqa: E402
+
+_KEY = "lc_message"
+
+
+def _turn(message: BaseMessage) -> dict[str, Any]:
+    text = message.text if isinstance(message.text, str) else str(message.content)
+    return {"text": text if text.strip() else f"[{message.type} message]",
+            "speaker": message.type, "metadata": {_KEY: message_to_dict(message)}}
+
+
+class SynapseChatMessageHistory(BaseChatMessageHistory):
+    """A chat history whose every message is also a SYNAPSE memory (one episode each).
+
+    Use one engine namespace per session, e.g. with ``RunnableWithMessageHistory``:
+
+    >>> from langchain_core.runnables.history import RunnableWithMessageHistory
+    >>> from synapse_integrations import Synapse
+    >>> def history(session_id):                                   # doctest: +SKIP
+    ...     return SynapseChatMessageHistory(Synapse("./memory", namespace=session_id))
+    >>> chat = RunnableWithMessageHistory(chain, history, input_messages_key="question",
+    ...                                   history_messages_key="history")   # doctest: +SKIP
+
+    ``messages`` returns the session's messages in order (exact round trip, tool calls
+    included); ``clear()`` forgets them. Messages stored by other means (plain ``add_turn``)
+    are returned as ``HumanMessage``/``AIMessage`` by speaker.
+    Pass a :class:`~synapse_integrations._adapter_utils.EnginePool` key per session to keep
+    many sessions open.
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        out: list[dict[str, Any]] = []
+        for ep in list_episodes(self.engine):
+            stored = (ep.get("metadata") or {}).get(_KEY)
+            if stored is None:
+                role = "ai" if ep.get("speaker") in ("ai", "assistant", "AI") else "human"
+                stored = {"type": role, "data": {"content": ep["text"], "type": role}}
+            out.append(stored)
+        return messages_from_dict(out)
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        import asyncio
+
+        return await asyncio.to_thread(lambda: self.messages)
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self.engine.add_turns([_turn(m) for m in messages])
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await self.engine.aadd_turns([_turn(m) for m in messages])
+
+    def clear(self) -> None:
+        self.engine.forget(everything=True)
+
+    async def aclear(self) -> None:
+        await self.engine.aforget(everything=True)

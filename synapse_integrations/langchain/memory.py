@@ -1,0 +1,84 @@
+"""``SynapseMemory``: the classic LangChain ``BaseMemory`` (``langchain_classic``) over SYNAPSE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._adapter_utils import DEFAULT_EMPTY_TEXT, format_memories, require
+
+require("langchain_classic", "langchain")
+
+from langchain_classic.base_memory import BaseMemory  # noqa: E402
+from langchain_core.messages import SystemMessage  # noqa: E402
+from pydantic import ConfigDict, Field  # noqa: E402
+
+
+class SynapseMemory(BaseMemory):
+    """Long-term memory for classic chains (``LLMChain``, ``ConversationChain``, ...).
+
+    ``save_context`` records both sides of a turn (the input as ``human_prefix``, the output as
+    ``ai_prefix``); ``load_memory_variables`` retrieves memories for the input and returns them
+    under ``memory_key``: a text block, or with ``return_messages=True`` one ``SystemMessage``
+    (nothing at all when the gate rejected the query). ``clear`` forgets everything.
+
+    >>> memory = SynapseMemory(engine=mem, k=5)                         # doctest: +SKIP
+    >>> memory.save_context({"input": "I love Lisbon"}, {"output": "Noted!"})  # doctest: +SKIP
+    >>> memory.load_memory_variables({"input": "Which city do I love?"})      # doctest: +SKIP
+    {'history': '- [2025-01-01] Human: I love Lisbon\\n...'}
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    engine: Any = Field(description="The Synapse memory.")
+    k: int = Field(default=10, ge=1)
+    memory_key: str = "history"
+    input_key: str | None = None
+    output_key: str | None = None
+    human_prefix: str = "Human"
+    ai_prefix: str = "AI"
+    return_messages: bool = False
+    empty_text: str = DEFAULT_EMPTY_TEXT
+
+    @property
+    def memory_variables(self) -> list[str]:
+        return [self.memory_key]
+
+    def _pick(self, values: dict[str, Any], key: str | None, exclude: set[str]) -> str:
+        if key is not None:
+            return str(values[key])
+        candidates = [k for k in values if k not in exclude]
+        if len(candidates) != 1:
+            raise ValueError(f"SynapseMemory cannot tell which key to use among {sorted(values)}; "
+                             "set input_key / output_key")
+        return str(values[candidates[0]])
+
+    def _query(self, inputs: dict[str, Any]) -> str:
+        return self._pick(inputs, self.input_key, {self.memory_key, "stop"})
+
+    def _turns(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[dict[str, Any]]:
+        turns = [{"text": self._query(inputs), "speaker": self.human_prefix},
+                 {"text": self._pick(outputs, self.output_key, set()), "speaker": self.ai_prefix}]
+        return [t for t in turns if t["text"].strip()]
+
+    def _variables(self, result: Any) -> dict[str, Any]:
+        if self.return_messages:
+            return {self.memory_key: [SystemMessage(format_memories(result))] if result.accepted else []}
+        return {self.memory_key: format_memories(result, empty=self.empty_text)}
+
+    def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        return self._variables(self.engine.retrieve(self._query(inputs), k=self.k))
+
+    async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        return self._variables(await self.engine.aretrieve(self._query(inputs), k=self.k))
+
+    def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
+        self.engine.add_turns(self._turns(inputs, outputs))
+
+    async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
+        await self.engine.aadd_turns(self._turns(inputs, outputs))
+
+    def clear(self) -> None:
+        self.engine.forget(everything=True)
+
+    async def aclear(self) -> None:
+        await self.engine.aforget(everything=True)

@@ -1,0 +1,19 @@
+"""LlamaIndex adapter: SYNAPSE memory as a retriever and as a ``Memory`` block.
+Needs ``pip install 'synapse-integrations[llamaindex]'``.
+
+>>> from synapse_integrations.llama_index import SynapseRetriever, SynapseMemoryBlock
+>>> from llama_index.core.memory import Memory
+>>> retriever = SynapseRetriever(mem, k=5)                                   # doctest: +SKIP
+>>> memory = Memory.from_defaults(memory_blocks=[SynapseMemoryBlock(engine=mem)])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .._adapter_utils import require
+
+require("llama_index.core", "llamaindex")
+
+from .memory import SynapseMemoryBlock  # noqa: E402
+from .retrievers import SynapseRetriever  # noqa: E402
+
+__all__ = ["SynapseMemoryBlock", "SynapseRetriever"]
