@@ -64,3 +64,17 @@ class ExtractionError(SynapseError, RuntimeError):
 
 class MissingDependencyError(SynapseError, ImportError):
     """An optional dependency (an extra) is needed for this feature."""
+
+
+class MemoryLockedError(StorageError):
+    """Another process has this memory directory open (embedded Chroma and the snapshots
+    are single-writer); close it there, or use a Chroma server and separate paths."""
+
+
+class FirewallBlockedError(SynapseError, ValueError):
+    """The write firewall found a secret or personal data whose action is ``block``;
+    nothing was stored. ``categories`` names what was found (never the value itself)."""
+
+    def __init__(self, message: str, categories: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.categories = tuple(categories)

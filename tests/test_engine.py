@@ -202,7 +202,7 @@ def test_turns_written_after_last_snapshot_are_reattached(tmp_path, embedder):
     mem._closed = True
     again = Synapse.load(path, embedder=embedder)
     assert late in again.graph
-    assert again.retrieve("parrot name", k=3).items[0].id == late
+    assert again.retrieve("parrot name", k=5).episodes()[0].id == late
     again.close()
 
 

@@ -42,10 +42,14 @@ from ..errors import (
     InvalidTypeError,
     NamespaceError,
     NodeNotFoundError,
+    SnapshotError,
+    StorageError,
     UnknownNamespaceError,
 )
+from ..firewall import Firewall, FirewallConfig
 from ..storage.chroma import ChromaVectors, list_namespaces, persistent_client
-from ..storage.snapshots import SnapshotStore
+from ..storage.lock import DirectoryLock
+from ..storage.snapshots import SnapshotStore, write_atomic
 from ..types import (
     Concept,
     RetrievalResult,
@@ -118,6 +122,46 @@ def from_epoch(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
+MAX_TEXT_CHARS = 100_000
+"""Longest turn text accepted (characters). Longer text is refused with a clear error
+rather than chunked: one turn is one episodic node, and the embedder reads only its first
+~256 tokens anyway. Split long documents into several turns."""
+
+_EDGE_KINDS = ("temporal", "abstraction", "association", "relation")
+
+
+def _utf8_ok(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class ConsistencyReport:
+    """What :meth:`Synapse.verify` found (and :meth:`Synapse.repair` did).
+
+    ``ok`` is True when the graph, the Chroma collections, the BM25 index and the
+    in-memory vectors agree (after repair: when they agree now). Id tuples list the
+    disagreements found; ``actions`` says, in words, what repair changed.
+    """
+
+    ok: bool
+    episodes: int
+    concepts: int
+    archived: int
+    vectors: int
+    missing_vectors: tuple[str, ...] = ()      # graph nodes with no vector in Chroma
+    orphan_vectors: tuple[str, ...] = ()       # Chroma vectors with no graph node
+    archive_missing: tuple[str, ...] = ()      # archived nodes with no archived vector
+    archive_orphans: tuple[str, ...] = ()      # archived vectors with no archived node
+    problems: tuple[str, ...] = ()             # everything found, in words
+    actions: tuple[str, ...] = ()              # what repair did, in words
+    repaired: bool = False
+    seconds: float = 0.0
+
+
 @dataclass(frozen=True)
 class ConsolidationReport:
     """What one call of :meth:`Synapse.consolidate` did."""
@@ -160,19 +204,44 @@ class Synapse:
         extractor: Any | None = None,
         snapshot_every: int = 20,
         create: bool = True,
+        firewall: FirewallConfig | None = None,
     ) -> None:
         self.namespace = validate_namespace(namespace)
         if config is not None and not isinstance(config, SynapseConfig):
             raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
+        if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int):
+            raise InvalidTypeError(f"snapshot_every must be an int, got {type(snapshot_every).__name__}")
+        if path is not None and not isinstance(path, (str, Path)):
+            raise InvalidTypeError(f"path must be a str or Path, got {type(path).__name__}")
+        self._firewall = Firewall(firewall)
         self._owns_path = path is None
         self.path = Path(tempfile.mkdtemp(prefix="synapse-")) if path is None else Path(path)
+        if not create and client is None and not (self.path / "chroma").exists():
+            raise UnknownNamespaceError(
+                f"no memory named {namespace!r} under {self.path} (pass create=True to start one)"
+            )
         self._lock = threading.RLock()
         self._closed = False
-        self.snapshot_every = max(1, int(snapshot_every))
+        self.snapshot_every = max(1, snapshot_every)
+        self._needs_repair = False
+        self._recovered: set[str] = set()  # ids re-attached by a repair: a retried add is a no-op
+        self._dirlock = DirectoryLock(self.path).acquire()  # MemoryLockedError in a 2nd process
+        try:
+            self._open(config, embedder, client, extractor, create)
+        except BaseException:
+            self._closed = True
+            self._dirlock.release()
+            raise
 
-        self._snapshots = SnapshotStore(self.path / "namespaces" / namespace_dirname(namespace) / "snapshots")
-        loaded = self._snapshots.load_latest()
-        if loaded is None and not create:
+    def _open(self, config: SynapseConfig | None, embedder: Any, client: Any, extractor: Any,
+              create: bool) -> None:
+        namespace = self.namespace
+        self._ns_dir = self.path / "namespaces" / namespace_dirname(namespace)
+        self._snapshots = SnapshotStore(self._ns_dir / "snapshots")
+        self._snapshots.clean_leftovers()  # we hold the lock: any temp folder is a dead writer's
+        self._client = client if client is not None else persistent_client(self.path / "chroma")
+        loaded = self._snapshots.load_latest(validate=self._validate_snapshot)
+        if loaded is None and not create and namespace not in list_namespaces(self._client):
             raise UnknownNamespaceError(
                 f"no memory named {namespace!r} under {self.path} (pass create=True to start one)"
             )
@@ -185,8 +254,9 @@ class Synapse:
             )
         self._embedder = as_embedder(embedder, dim=self.config.embedding_dim)
         self._extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window)
-        self._client = client if client is not None else persistent_client(self.path / "chroma")
-        self._vectors = ChromaVectors(self._client, namespace)
+        self._vectors = ChromaVectors(
+            self._client, namespace,
+            sqlite_path=self.path / "chroma" / "chroma.sqlite3" if client is None else None)
 
         self._graph = MemoryGraph(self.config.embedding_dim)
         self._bm25 = BM25Index()
@@ -207,6 +277,56 @@ class Synapse:
         """Open an existing memory; :class:`UnknownNamespaceError` if there is none."""
         return cls(path, namespace=namespace, create=False, **kwargs)
 
+    def _validate_snapshot(self, manifest: dict[str, Any], files: dict[str, Any]) -> None:
+        """Reject (with :class:`SnapshotError`) a snapshot whose checksums match but whose
+        content is not what this engine writes; the store then falls back to an older one."""
+        if manifest.get("namespace") not in (None, self.namespace):
+            raise SnapshotError(f"snapshot belongs to namespace {manifest.get('namespace')!r}, "
+                                f"not {self.namespace!r}")
+        try:
+            SynapseConfig.from_dict(manifest.get("config"))
+        except Exception as exc:  # any malformed config is a bad snapshot
+            raise SnapshotError(f"snapshot config is unusable: {exc}") from None
+        try:
+            mg = MemoryGraph.from_json(files.get("graph"), dim=1)
+        except SnapshotError:
+            raise
+        except Exception as exc:
+            raise SnapshotError(f"graph snapshot is malformed: {exc}") from None
+        for n, d in mg.g.nodes(data=True):
+            if not isinstance(n, str) or isinstance(d.get("seq"), bool) or not isinstance(d.get("seq"), int):
+                raise SnapshotError(f"graph snapshot node {n!r} lacks a valid id/seq")
+            if d["kind"] == "episode":
+                ts = d.get("ts")
+                if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float))
+                                       or not math.isfinite(ts)):
+                    raise SnapshotError(f"graph snapshot node {n!r} has a bad timestamp")
+                if not isinstance(d.get("metadata", {}), dict) or \
+                        not isinstance(d.get("speaker"), (str, type(None))):
+                    raise SnapshotError(f"graph snapshot node {n!r} has bad speaker/metadata")
+            elif not isinstance(d.get("aliases", []), list):
+                raise SnapshotError(f"graph snapshot concept {n!r} has bad aliases")
+        for u, v, d in mg.g.edges(data=True):
+            w = d.get("weight")
+            if d.get("kind") not in _EDGE_KINDS or isinstance(w, bool) \
+                    or not isinstance(w, (int, float)) or not math.isfinite(w):
+                raise SnapshotError(f"graph snapshot edge {u!r}->{v!r} has a bad kind/weight")
+        for n, rec in mg.archive.items():
+            if not (isinstance(rec, dict) and isinstance(rec.get("node"), dict)
+                    and rec["node"].get("kind") in ("episode", "concept")
+                    and isinstance(rec["node"].get("text"), str)
+                    and isinstance(rec.get("edges"), list)
+                    and all(isinstance(e, list) and len(e) == 3 and isinstance(e[2], dict)
+                            for e in rec["edges"])):
+                raise SnapshotError(f"graph snapshot archive record {n!r} is malformed")
+        state = files.get("state", {})
+        if not isinstance(state, dict) or not isinstance(state.get("pending", []), list) \
+                or not all(isinstance(i, str) for i in state.get("pending", [])) \
+                or not isinstance(state.get("last_episode"), (str, type(None))) \
+                or isinstance(state.get("windows", 0), bool) \
+                or not isinstance(state.get("windows", 0), int):
+            raise SnapshotError("snapshot state section is malformed")
+
     def _restore_state(self, loaded: tuple[dict[str, Any], dict[str, Any]] | None) -> None:
         if loaded is not None:
             _, files = loaded
@@ -215,45 +335,221 @@ class Synapse:
             self._pending = [i for i in state.get("pending", []) if i in self._graph]
             self._last_episode = state.get("last_episode")
             self._windows = int(state.get("windows", 0))
+        journal = self._read_forget_journal()
+        if journal is not None:  # a forget() was interrupted: finish it before anything else
+            logger.warning("finishing an interrupted forget() of %d id(s)", len(journal))
+            self._apply_forget(journal)
+        self.load_report = self._reconcile(fix=True, loading=True)
+        if journal is not None:
+            self._finish_forget(journal)
+
+    # -- consistency ----------------------------------------------------------------------
+    def verify(self) -> ConsistencyReport:
+        """Check that the graph, both Chroma collections, the BM25 index and the in-memory
+        vectors agree; changes nothing. ``report.ok`` is the verdict, ``report.problems``
+        says what disagrees (see :meth:`repair`).
+
+        >>> mem.verify().ok                                      # doctest: +SKIP
+        True
+        """
+        with self._lock:
+            self._check_open()
+            return self._reconcile(fix=False)
+
+    def repair(self) -> ConsistencyReport:
+        """Bring the stores back into agreement, then verify: graph nodes whose vectors
+        are missing are re-embedded, episodes found only in Chroma are re-attached, stray
+        concept vectors are removed, misplaced archive vectors are moved, derived indexes
+        are rebuilt. Everything done is logged and listed in ``report.actions``; the
+        graph (the snapshot) is the record, Chroma's episodes are never dropped."""
+        with self._lock:
+            self._check_open()
+            fixed = self._reconcile(fix=True)
+            after = self._reconcile(fix=False)
+            self._needs_repair = not after.ok
+            return ConsistencyReport(
+                ok=after.ok, episodes=after.episodes, concepts=after.concepts,
+                archived=after.archived, vectors=after.vectors,
+                missing_vectors=fixed.missing_vectors, orphan_vectors=fixed.orphan_vectors,
+                archive_missing=fixed.archive_missing, archive_orphans=fixed.archive_orphans,
+                problems=fixed.problems + tuple(f"after repair: {p}" for p in after.problems),
+                actions=fixed.actions, repaired=True, seconds=fixed.seconds + after.seconds)
+
+    def _reconcile(self, *, fix: bool, loading: bool = False) -> ConsistencyReport:
+        t0 = time.perf_counter()
+        g = self._graph
+        dim = self.config.embedding_dim
+        problems: list[str] = []
+        actions: list[str] = []
         ids, matrix, _ = self._vectors.active.get()
         vec = dict(zip(ids, matrix))
-        missing = [n for n in self._graph.g.nodes if n not in vec]
-        if missing:  # graph node whose vector is gone: embed its text again
-            logger.warning("re-embedding %d node(s) whose vectors were missing in Chroma", len(missing))
-            texts = [self._graph.g.nodes[n]["text"] for n in missing]
-            embs = self._embedder.embed_documents(texts)
-            self._upsert(missing, embs)
-            vec.update(zip(missing, embs))
-        for n in self._graph.g.nodes:
-            self._graph.vectors[n] = vec[n]
-        orphans = [i for i in ids if i not in self._graph and i not in self._graph.archive]
-        if orphans:
-            self._reattach(orphans, vec)
-        if self._last_episode not in self._graph:
-            eps = self._graph.ids("episode")
-            self._last_episode = max(eps, key=lambda n: self._graph.g.nodes[n]["seq"]) if eps else None
-        self._graph.invalidate()
-        self._bm25.set({n: d["text"] for n, d in self._graph.g.nodes(data=True)})
+        a_ids, a_matrix, _ = self._vectors.archive.get()
+        avec = dict(zip(a_ids, a_matrix))
 
-    def _reattach(self, orphans: list[str], vec: dict[str, np.ndarray]) -> None:
+        both = [n for n in g.archive if n in g.g]
+        if both:
+            problems.append(f"{len(both)} node(s) both active and archived")
+            if fix:
+                for n in both:
+                    g.archive.pop(n, None)
+                actions.append(f"dropped the stale archive record of {len(both)} active node(s)")
+        bad_edges = [(u, v) for u, v, d in g.g.edges(data=True)
+                     if d.get("kind") not in _EDGE_KINDS or not isinstance(d.get("weight"), (int, float))
+                     or not math.isfinite(d.get("weight"))]
+        if bad_edges:
+            problems.append(f"{len(bad_edges)} edge(s) with a bad kind or weight")
+            if fix:
+                g.g.remove_edges_from(bad_edges)
+                actions.append(f"removed {len(bad_edges)} bad edge(s)")
+        bad_nodes = [n for n, d in g.g.nodes(data=True)
+                     if d.get("kind") not in ("episode", "concept") or not isinstance(d.get("text"), str)]
+        if bad_nodes:
+            problems.append(f"{len(bad_nodes)} node(s) without a valid kind/text: {bad_nodes[:5]}")
+
+        def good(v: Any) -> bool:
+            return v is not None and np.shape(v) == (dim,) and bool(np.all(np.isfinite(v)))
+
+        missing = [n for n in g.g.nodes if n not in vec]
+        if missing:
+            problems.append(f"{len(missing)} graph node(s) have no vector in Chroma")
+            if fix:
+                embs, reembed = [], []
+                for n in missing:
+                    h = g.vectors.get(n)
+                    h = h if good(h) else avec.get(n)
+                    if not good(h):
+                        reembed.append(n)
+                    embs.append(h)
+                if reembed:
+                    new = dict(zip(reembed, self._embedder.embed_documents(
+                        [g.g.nodes[n]["text"] for n in reembed])))
+                    embs = [new.get(n, h) for n, h in zip(missing, embs)]
+                self._upsert(missing, np.stack(embs))
+                vec.update(zip(missing, embs))
+                actions.append(f"wrote {len(missing)} missing vector(s) to Chroma "
+                               f"({len(reembed)} re-embedded from their text)")
+        orphans = [i for i in ids if i not in g.g]
+        if orphans:
+            problems.append(f"{len(orphans)} Chroma vector(s) have no graph node")
+            if fix:
+                misplaced = [i for i in orphans if i in g.archive]
+                if misplaced:
+                    lost = [i for i in misplaced if i not in avec]
+                    if lost:
+                        self._vectors.archive.upsert(
+                            lost, np.stack([vec[i] for i in lost]),
+                            [g.archive[i]["node"]["text"] for i in lost],
+                            [{"kind": g.archive[i]["node"]["kind"]} for i in lost])
+                        avec.update((i, vec[i]) for i in lost)
+                    self._vectors.active.delete(misplaced)
+                    actions.append(f"moved {len(misplaced)} archived node vector(s) out of the "
+                                   f"active collection")
+                rest = [i for i in orphans if i not in g.archive]
+                if rest:
+                    attached, dropped = self._reattach(rest, vec)
+                    self._recovered.update(attached)
+                    if attached:
+                        actions.append(f"re-attached {len(attached)} episode(s) found only in Chroma")
+                    if dropped:
+                        actions.append(f"removed {len(dropped)} stray concept vector(s) "
+                                       f"(re-extracted at the next consolidation)")
+        archive_missing = [n for n in g.archive if n not in avec]
+        if archive_missing:
+            problems.append(f"{len(archive_missing)} archived node(s) have no archived vector")
+            if fix:
+                reembed = [n for n in archive_missing if not good(vec.get(n))]
+                new = dict(zip(reembed, self._embedder.embed_documents(
+                    [g.archive[n]["node"]["text"] for n in reembed]))) if reembed else {}
+                self._vectors.archive.upsert(
+                    archive_missing, np.stack([new[n] if n in new else vec[n] for n in archive_missing]),
+                    [g.archive[n]["node"]["text"] for n in archive_missing],
+                    [{"kind": g.archive[n]["node"]["kind"]} for n in archive_missing])
+                actions.append(f"wrote {len(archive_missing)} missing archived vector(s) "
+                               f"({len(reembed)} re-embedded)")
+        archive_orphans = [i for i in a_ids if i not in g.archive]
+        if archive_orphans:
+            problems.append(f"{len(archive_orphans)} archived vector(s) have no archived node")
+            if fix:
+                self._vectors.archive.delete(archive_orphans)
+                actions.append(f"removed {len(archive_orphans)} stray archived vector(s)")
+
+        # derived, in-memory state
+        if fix:
+            for n in g.g.nodes:
+                if not good(g.vectors.get(n)) and n in vec:
+                    g.vectors[n] = np.asarray(vec[n], dtype=np.float32)
+            for n in [n for n in g.vectors if n not in g.g]:
+                del g.vectors[n]
+        bad_mem = [n for n in g.g.nodes if not good(g.vectors.get(n))]
+        if bad_mem and not loading:
+            problems.append(f"{len(bad_mem)} node(s) without a usable in-memory vector")
+        texts = {n: d.get("text") for n, d in g.g.nodes(data=True)}
+        if getattr(self._bm25, "_texts", texts) != texts:
+            if not loading:
+                problems.append("the BM25 index does not match the graph")
+        bad_pending = [p for p in self._pending if p not in g.g or g.g.nodes[p].get("kind") != "episode"]
+        if bad_pending:
+            problems.append(f"{len(bad_pending)} pending id(s) are not episodes of the graph")
+        if self._last_episode is not None and self._last_episode not in g.g:
+            if not loading:
+                problems.append("the last-episode pointer names a missing node")
+        if fix:
+            self._bm25.set(texts)
+            self._pending = [p for p in self._pending if p not in bad_pending]
+            if self._last_episode not in g.g:
+                eps = g.ids("episode")
+                self._last_episode = max(eps, key=lambda n: g.g.nodes[n]["seq"]) if eps else None
+            g.invalidate()
+        counts = {"episode": 0, "concept": 0}
+        for _, d in g.g.nodes(data=True):
+            counts[d.get("kind", "episode")] = counts.get(d.get("kind", "episode"), 0) + 1
+        report = ConsistencyReport(
+            ok=not problems if not fix else not bad_nodes,
+            episodes=counts["episode"], concepts=counts["concept"], archived=len(g.archive),
+            vectors=len(ids), missing_vectors=tuple(missing), orphan_vectors=tuple(orphans),
+            archive_missing=tuple(archive_missing), archive_orphans=tuple(archive_orphans),
+            problems=tuple(problems), actions=tuple(actions), repaired=fix,
+            seconds=time.perf_counter() - t0)
+        for a in actions:
+            logger.warning("repair of namespace %r: %s", self.namespace, a)
+        if problems and not fix:
+            logger.warning("verify of namespace %r: %s", self.namespace, "; ".join(problems))
+        return report
+
+    def _reattach(self, orphans: list[str], vec: dict[str, np.ndarray]) -> tuple[list[str], list[str]]:
         """Vectors written to Chroma after the last snapshot: episodes come back into the
-        graph (and into the pending window); concepts are dropped (re-extracted later)."""
-        got = self._vectors.active._col.get(ids=orphans, include=["documents", "metadatas"])
+        graph (and into the pending window), in their original order; concepts are dropped
+        (re-extracted later). Returns (re-attached episode ids, removed ids)."""
+        try:
+            got = self._vectors.active._col.get(ids=orphans, include=["documents", "metadatas"])
+        except Exception as exc:
+            raise StorageError(f"Chroma get from {self._vectors.active.name} failed: {exc}") from exc
         rows = sorted(zip(got["ids"], got["documents"], got["metadatas"]),
                       key=lambda r: (r[2] or {}).get("seq", 0))
-        stale_concepts = []
+        stale: list[str] = []
+        attached: list[str] = []
         for node_id, text, meta in rows:
             meta = meta or {}
-            if meta.get("kind") != "episode":
-                stale_concepts.append(node_id)
+            if meta.get("kind") != "episode" or not isinstance(text, str):
+                stale.append(node_id)
                 continue
+            try:
+                metadata = json.loads(meta.get("metadata_json", "{}"))
+            except ValueError:
+                metadata = {}
+            seq = meta.get("seq")
+            seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+            if seq is not None:
+                self._graph._seq = max(self._graph._seq, seq)
             self._link_episode(node_id, vec[node_id], text=text, speaker=meta.get("speaker"),
                                ts=meta.get("ts"), ingest_ts=meta.get("ingest_ts"),
-                               metadata=json.loads(meta.get("metadata_json", "{}")))
-        if stale_concepts:
-            self._vectors.active.delete(stale_concepts)
-        logger.info("re-attached %d episode(s) written after the last snapshot",
-                    len(rows) - len(stale_concepts))
+                               metadata=metadata if isinstance(metadata, dict) else {}, seq=seq)
+            attached.append(node_id)
+        if stale:
+            self._vectors.active.delete(stale)
+        if attached:
+            logger.info("re-attached %d episode(s) written after the last snapshot", len(attached))
+        return attached, stale
 
     def save(self) -> int:
         """Write a snapshot of the graph (atomic). Returns its version number."""
@@ -272,15 +568,19 @@ class Synapse:
             return version
 
     def close(self) -> None:
-        """Save (for a persistent memory) and release; a throwaway memory is deleted."""
+        """Save (for a persistent memory) and release the directory lock; a throwaway
+        memory is deleted."""
         with self._lock:
             if self._closed:
                 return
-            if not self._owns_path:
-                self.save()
-            self._closed = True
-            if self._owns_path:
-                shutil.rmtree(self.path, ignore_errors=True)
+            try:
+                if not self._owns_path:
+                    self.save()
+            finally:
+                self._closed = True
+                self._dirlock.release()
+                if self._owns_path:
+                    shutil.rmtree(self.path, ignore_errors=True)
 
     def __enter__(self) -> Synapse:
         return self
@@ -317,11 +617,21 @@ class Synapse:
     def add_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
         """Record many turns at once (embedded in one batch). Each turn is a string or a
         mapping with ``text`` and optional ``speaker``, ``timestamp``, ``metadata``, ``id``."""
+        if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Iterable):
+            raise InvalidTypeError("add_turns() takes a list of turns (use add_turn for one)")
         with self._lock:
             self._check_open()
             rows = [self._validate_turn(t) for t in turns]
             if not rows:
                 return []
+            if self._needs_repair:  # an earlier storage error left the stores out of step
+                self.repair()
+            # a retry of a write whose reply was lost (re-attached by repair) is a no-op
+            again = [r for r in rows if r["id"] in self._recovered and r["id"] in self._graph
+                     and self._graph.g.nodes[r["id"]]["text"] == r["text"]]
+            if len(again) == len(rows):
+                return [r["id"] for r in rows]
+            rows = [r for r in rows if r not in again]
             ids = [r["id"] for r in rows]
             taken = [i for i in ids if i in self._graph or i in self._graph.archive]
             if taken or len(set(ids)) != len(ids):
@@ -331,18 +641,38 @@ class Synapse:
             for r in rows:
                 r["ingest_ts"] = now
                 r["seq"] = self._graph.next_seq()
-            self._vectors.active.upsert(
-                ids, embs, [r["text"] for r in rows],
-                [self._episode_meta(r) for r in rows],
-            )
+            try:
+                self._vectors.active.upsert(
+                    ids, embs, [r["text"] for r in rows],
+                    [self._episode_meta(r) for r in rows],
+                )
+            except StorageError:
+                self._needs_repair = True  # the server may have applied it before failing
+                raise
+            # the turns are durable now; a storage failure while consolidating must not
+            # look like a failed write (the caller would retry and duplicate them)
+            failed: StorageError | None = None
+            n = self.config.consolidation_interval
             for r, h in zip(rows, embs):
                 self._link_episode(r["id"], h, text=r["text"], speaker=r["speaker"], ts=r["ts"],
                                    ingest_ts=now, metadata=r["metadata"], seq=r["seq"])
-                n = self.config.consolidation_interval
-                if n and len(self._pending) >= n:
-                    self._consolidate(self._pending[:n])
-            self._after_windows()
-            return ids
+                if failed is None and n and len(self._pending) >= n:
+                    pending = list(self._pending)
+                    try:
+                        self._consolidate(self._pending[:n])
+                    except StorageError as exc:
+                        self._pending = pending  # the window is retried at the next write
+                        failed = exc
+            if failed is None:
+                try:
+                    self._after_windows()
+                except StorageError as exc:
+                    failed = exc
+            if failed is not None:
+                self._needs_repair = True
+                logger.warning("turns stored, but consolidation/snapshot failed (retried on the "
+                               "next write; repair() fixes the stores): %s", failed)
+            return [r["id"] for r in again] + ids
 
     def _after_windows(self) -> None:
         if self._stale_pagerank:
@@ -374,9 +704,17 @@ class Synapse:
             raise InvalidTypeError(f"turn text must be a str, got {type(text).__name__}")
         if not text.strip():
             raise InvalidInputError("turn text must not be empty or whitespace")
+        if len(text) > MAX_TEXT_CHARS:
+            raise InvalidInputError(
+                f"turn text is {len(text)} characters; at most {MAX_TEXT_CHARS} are accepted "
+                f"(split long documents into several turns)")
+        if not _utf8_ok(text):
+            raise InvalidInputError("turn text is not valid Unicode (it holds a lone surrogate)")
         speaker = turn.get("speaker")
         if speaker is not None and not isinstance(speaker, str):
             raise InvalidTypeError(f"speaker must be a str or None, got {type(speaker).__name__}")
+        if speaker is not None and (len(speaker) > 1000 or not _utf8_ok(speaker)):
+            raise InvalidInputError("speaker must be valid Unicode of at most 1000 characters")
         ts = turn.get("timestamp")
         ts = time.time() if ts is None else to_epoch(ts)
         metadata = turn.get("metadata") or {}
@@ -384,13 +722,24 @@ class Synapse:
             raise InvalidTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
         try:
             metadata = json.loads(json.dumps(dict(metadata), allow_nan=False))
+            json.dumps(metadata, ensure_ascii=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
+        if len(json.dumps(metadata)) > MAX_TEXT_CHARS:
+            raise InvalidInputError(f"metadata is larger than {MAX_TEXT_CHARS} characters as JSON")
         node_id = turn.get("id")
         if node_id is None:
             node_id = f"ep-{uuid.uuid4().hex}"
         elif not isinstance(node_id, str) or not node_id.strip():
             raise InvalidInputError(f"id must be a non-empty str, got {node_id!r}")
+        elif len(node_id) > 512 or not _utf8_ok(node_id) or _CONTROL_RE.search(node_id):
+            raise InvalidInputError("id must be printable Unicode of at most 512 characters")
+        # the write firewall: nothing below this line sees the original secrets
+        fw = self._firewall
+        text = fw.check_text(text, what="turn text")
+        if speaker is not None:
+            speaker = fw.check_value(speaker, what="speaker")
+        metadata = fw.check_value(metadata, what="turn metadata")
         return {"text": text, "speaker": speaker, "ts": ts, "metadata": metadata, "id": node_id}
 
     def _link_episode(self, node_id: str, vector: np.ndarray, *, text: str, speaker: str | None,
@@ -751,12 +1100,25 @@ class Synapse:
         """Remove episodes for good: by ids, speaker, event-time range [since, until),
         metadata equality filter, or ``everything=True``. Criteria combine with AND.
         Concepts left with no episode are removed too. Older snapshots are deleted so the
-        forgotten text does not survive in them. Returns the removed ids."""
+        forgotten text does not survive in them, and (embedded Chroma) the text is scrubbed
+        from Chroma's log and free pages. Crash-safe: an interrupted forget is finished on
+        the next open. Returns the removed ids (see docs/safety.md)."""
         with self._lock:
             self._check_open()
             if not everything and ids is None and speaker is None and since is None \
                     and until is None and where is None:
                 raise InvalidInputError("forget() needs ids, a filter, or everything=True")
+            if ids is not None and (isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable)):
+                raise InvalidTypeError("forget(ids=...) takes a list of ids, not a single str")
+            ids = list(ids) if ids is not None else None
+            if ids is not None and not all(isinstance(i, str) for i in ids):
+                raise InvalidTypeError("forget(ids=...): every id must be a str")
+            if speaker is not None and not isinstance(speaker, str):
+                raise InvalidTypeError(f"speaker must be a str, got {type(speaker).__name__}")
+            if where is not None and not isinstance(where, Mapping):
+                raise InvalidTypeError(f"where must be a mapping, got {type(where).__name__}")
+            if not isinstance(everything, bool):
+                raise InvalidTypeError("everything must be a bool")
             lo = to_epoch(since) if since is not None else -math.inf
             hi = to_epoch(until) if until is not None else math.inf
             idset = set(ids) if ids is not None else None
@@ -781,30 +1143,95 @@ class Synapse:
                                              for key, v in where.items()):
                     continue
                 doomed.append(n)
+            if idset is not None:  # ids known only to Chroma (written before a crash) go too
+                doomed += [i for i in idset if i not in g.g and i not in g.archive]
+            if everything:  # also vectors that no node names (left by a crash)
+                doomed += self._vectors.active.get()[0] + self._vectors.archive.get()[0]
             doomed_set = set(doomed)
-            # concepts whose every supporting episode goes
+
+            def kind_of(n: str) -> str | None:
+                if n in g.g:
+                    return g.g.nodes[n].get("kind")
+                rec = g.archive.get(n)
+                return rec["node"].get("kind") if rec else None
+
+            # concepts (active or archived) whose every supporting episode goes
             for n, d in list(g.g.nodes(data=True)):
                 if d["kind"] == "concept" and n not in doomed_set:
-                    support = [e for e in g.g.predecessors(n) if g.g.nodes[e]["kind"] == "episode"]
+                    nbrs = set(g.g.predecessors(n)) | set(g.g.successors(n))
+                    support = [e for e in nbrs if kind_of(e) == "episode"]
                     if support and all(e in doomed_set for e in support):
                         doomed.append(n)
-            removed = g.remove_nodes(doomed)
-            self._vectors.active.delete(removed)
-            self._vectors.archive.delete(removed)
-            self._bm25.remove(removed)
-            gone = set(removed)
-            self._pending = [p for p in self._pending if p not in gone]
-            self._window_active -= gone
-            if self._last_episode in gone:
-                eps = g.ids("episode")
-                self._last_episode = max(eps, key=lambda n: g.g.nodes[n]["seq"]) if eps else None
+            for n, rec in list(g.archive.items()):
+                if rec["node"].get("kind") == "concept" and n not in doomed_set:
+                    nbrs = {u if v == n else v for u, v, _ in rec["edges"]}
+                    support = [e for e in nbrs if kind_of(e) == "episode"]
+                    if support and all(e in doomed_set for e in support):
+                        doomed.append(n)
+            doomed = list(dict.fromkeys(doomed))
+            if not doomed:
+                return []
+            self._write_forget_journal(doomed)
+            removed = self._apply_forget(doomed)
             self._graph.refresh_pagerank(damping=self.config.pagerank_damping)
             self._stale_pagerank = False
-            version = self.save()
-            for v in self._snapshots.versions():
-                if v != version:
-                    shutil.rmtree(self._snapshots._dir(v), ignore_errors=True)
+            self._finish_forget(doomed)
             return removed
+
+    def _forget_journal_path(self) -> Path:
+        return self._ns_dir / "forget-journal.json"
+
+    def _write_forget_journal(self, ids: list[str]) -> None:
+        """Write-ahead record of a forget (ids only, never text): a crash half-way through
+        is finished on the next open, so forgotten text cannot come back from an older
+        snapshot."""
+        self._ns_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(self._forget_journal_path(),
+                     json.dumps({"ids": ids}, ensure_ascii=False).encode("utf-8"))
+
+    def _read_forget_journal(self) -> list[str] | None:
+        path = self._forget_journal_path()
+        if not path.exists():
+            return None
+        try:
+            ids = json.loads(path.read_text("utf-8"))["ids"]
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise ValueError("ids must be a list of str")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SnapshotError(f"the forget journal {path} is unreadable ({exc}); it records an "
+                                f"interrupted forget(): fix or remove it, then forget again") from None
+        return ids
+
+    def _apply_forget(self, ids: list[str]) -> list[str]:
+        """Remove ``ids`` from the graph, the archive, both collections and the indexes."""
+        g = self._graph
+        removed = list(dict.fromkeys(g.remove_nodes(ids)))
+        self._vectors.active.delete(ids)
+        self._vectors.archive.delete(ids)
+        self._bm25.remove(ids)
+        gone = set(ids)
+        self._pending = [p for p in self._pending if p not in gone]
+        self._window_active -= gone
+        self._recovered -= gone
+        if self._last_episode in gone:
+            eps = g.ids("episode")
+            self._last_episode = max(eps, key=lambda n: g.g.nodes[n]["seq"]) if eps else None
+        return removed
+
+    def _finish_forget(self, ids: list[str]) -> None:
+        """After a forget: a fresh snapshot, every older version and temp folder deleted,
+        deleted text scrubbed from Chroma's files, then the journal removed."""
+        version = self.save()
+        for v in self._snapshots.versions():
+            if v != version:
+                try:
+                    shutil.rmtree(self._snapshots._dir(v))
+                except OSError as exc:
+                    raise StorageError(f"could not delete old snapshot v{v:06d} holding forgotten "
+                                       f"text: {exc}") from exc
+        self._snapshots.clean_leftovers()
+        self._vectors.scrub(ids)
+        self._forget_journal_path().unlink(missing_ok=True)
 
     # ------------------------------------------------------------------------------------
     # inspection

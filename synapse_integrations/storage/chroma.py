@@ -42,14 +42,35 @@ def persistent_client(path: str | Path) -> Any:
         raise StorageError(f"cannot open embedded Chroma at {path}: {exc}") from exc
 
 
-def http_client(host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> Any:
-    """A client for a Chroma server started with ``chroma run --host H --port P``."""
+def http_client(host: str = "127.0.0.1", port: int = 8000, *, timeout: float | None = 30.0,
+                **kwargs: Any) -> Any:
+    """A client for a Chroma server started with ``chroma run --host H --port P``.
+
+    ``timeout`` (seconds, per request; ``None`` waits forever) bounds how long a call may
+    wait on a server that stopped answering: Chroma's own client never times out, so a
+    frozen server would hang the memory. A timed-out call raises :class:`StorageError`.
+    """
     import chromadb
 
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise StorageError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
     try:
-        return chromadb.HttpClient(host=host, port=port, settings=_settings(), **kwargs)
+        client = chromadb.HttpClient(host=host, port=port, settings=_settings(), **kwargs)
     except Exception as exc:
         raise StorageError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from exc
+    set_http_timeout(client, timeout)
+    return client
+
+
+def set_http_timeout(client: Any, timeout: float | None) -> bool:
+    """Bound every request of a Chroma ``HttpClient`` (returns False for other clients)."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        return False
+    session.timeout = httpx.Timeout(timeout)
+    return True
 
 
 def collection_name(namespace: str, role: str) -> str:
@@ -159,13 +180,57 @@ class VectorCollection:
 
 
 class ChromaVectors:
-    """The two collections (active, archive) of one namespace."""
+    """The two collections (active, archive) of one namespace.
 
-    def __init__(self, client: Any, namespace: str) -> None:
+    ``sqlite_path`` is the embedded Chroma's ``chroma.sqlite3`` (``None`` for a server); it
+    lets :meth:`scrub` erase deleted text from the files (see docs/safety.md).
+    """
+
+    def __init__(self, client: Any, namespace: str, *, sqlite_path: str | Path | None = None) -> None:
         self.client = client
         self.namespace = namespace
+        self.sqlite_path = Path(sqlite_path) if sqlite_path is not None else None
         self.active = VectorCollection(client, collection_name(namespace, "active"), namespace, "active")
         self.archive = VectorCollection(client, collection_name(namespace, "archive"), namespace, "archive")
+
+    def scrub(self, ids: Sequence[str]) -> bool:
+        """Erase the text of deleted ``ids`` from the embedded Chroma's files.
+
+        Chroma deletes a record by appending a delete to its write-ahead log
+        (``embeddings_queue``); the add record before it keeps the document and metadata,
+        and SQLite keeps deleted rows in free pages. This blanks the metadata of the log
+        records of ``ids`` (the vectors stay, so a replay of the log still adds-then-deletes
+        them), optimises the full-text index and VACUUMs the database. Only for an embedded
+        Chroma; returns False when there is nothing to do or no file to scrub.
+        """
+        if self.sqlite_path is None or not self.sqlite_path.is_file():
+            return False
+        import sqlite3
+
+        topics = [f"%{col._col.id}" for col in (self.active, self.archive)]
+        try:
+            con = sqlite3.connect(str(self.sqlite_path), timeout=30, isolation_level=None)
+            try:
+                con.execute("PRAGMA busy_timeout = 30000")
+                ids = list(ids)
+                for s in range(0, len(ids), 500):
+                    chunk = ids[s:s + 500]
+                    marks = ",".join("?" * len(chunk))
+                    for topic in topics:
+                        con.execute(
+                            f"UPDATE embeddings_queue SET metadata = NULL "
+                            f"WHERE topic LIKE ? AND id IN ({marks})", [topic, *chunk])
+                tables = {r[0] for r in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if "embedding_fulltext_search" in tables:
+                    con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
+                                "VALUES('optimize')")
+                con.execute("VACUUM")
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            raise StorageError(f"could not scrub deleted text from {self.sqlite_path}: {exc}") from exc
+        return True
 
     def drop(self) -> None:
         """Delete both collections of this namespace."""

@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +116,19 @@ class SnapshotStore:
         versions = self.versions()
         for v in versions[: max(0, len(versions) - self.keep)]:
             shutil.rmtree(self._dir(v), ignore_errors=True)
-        for child in self.root.iterdir():  # leftovers of interrupted writes
-            if child.name.startswith(".tmp-"):
+        self.clean_leftovers()
+
+    def clean_leftovers(self) -> int:
+        """Remove temporary files and folders of interrupted writes (call it only while
+        holding the memory's lock: a live writer's temp folder would be removed too)."""
+        if not self.root.is_dir():
+            return 0
+        n = 0
+        for child in self.root.iterdir():
+            if child.name.startswith(".tmp-") or (child.name.startswith(".") and ".tmp-" in child.name):
                 shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+                n += 1
+        return n
 
     def delete_all(self) -> None:
         """Remove every snapshot of this namespace."""
@@ -138,12 +148,17 @@ class SnapshotStore:
                 f"{manifest.get('schema_version') if isinstance(manifest, dict) else '?'}, "
                 f"this library reads version {SCHEMA_VERSION}"
             )
+        if manifest.get("version") != version:
+            raise SnapshotError(f"snapshot {folder}: manifest says version "
+                                f"{manifest.get('version')!r}, folder says {version}")
         files: dict[str, Any] = {}
         digests = manifest.get("files")
         if not isinstance(digests, dict):
             raise SnapshotError(f"snapshot {folder}: manifest lists no files")
         for fname, digest in digests.items():
-            if not isinstance(fname, str) or "/" in fname or fname.startswith("."):
+            if (not isinstance(fname, str) or "/" in fname or "\\" in fname
+                    or fname.startswith(".") or not fname.endswith(".json")
+                    or not isinstance(digest, str)):
                 raise SnapshotError(f"snapshot {folder}: bad file name {fname!r} in manifest")
             try:
                 data = (folder / fname).read_bytes()
@@ -157,13 +172,22 @@ class SnapshotStore:
                 raise SnapshotError(f"snapshot {folder}: {fname} is not valid JSON") from exc
         return manifest, files
 
-    def load_latest(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """The newest readable snapshot, falling back to older ones; None if there is none."""
+    def load_latest(
+        self, validate: Callable[[dict[str, Any], dict[str, Any]], Any] | None = None,
+    ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The newest readable snapshot, falling back to older ones; None if there is none.
+
+        ``validate(manifest, files)`` may raise :class:`SnapshotError` to reject a version
+        whose checksums match but whose content is unusable (it then falls back too).
+        Snapshots are JSON only: nothing in them is ever executed.
+        """
         versions = self.versions()
         errors = []
         for v in reversed(versions):
             try:
                 manifest, files = self.read(v)
+                if validate is not None:
+                    validate(manifest, files)
             except SnapshotError as exc:
                 logger.warning("skipping unreadable snapshot: %s", exc)
                 errors.append(str(exc))
@@ -172,5 +196,8 @@ class SnapshotStore:
                 logger.warning("loaded older snapshot v%06d because newer ones were unreadable", v)
             return manifest, files
         if errors:
-            raise SnapshotError("no readable snapshot: " + "; ".join(errors))
+            raise SnapshotError(
+                "no readable snapshot: " + "; ".join(errors) + f". The vectors and texts are "
+                f"still in Chroma: move {self.root} aside and open the memory again to rebuild "
+                f"its graph from them")
         return None

@@ -1,0 +1,270 @@
+"""The write firewall: secrets and personal data are screened before anything is stored.
+
+Every turn (its text, speaker and the string values of its metadata) passes through
+:class:`Firewall` before it is embedded or written to Chroma or a snapshot. Each detector
+belongs to a *category*; each category has an action:
+
+- ``"block"``: the write raises :class:`~synapse_integrations.errors.FirewallBlockedError`
+  and nothing of the batch is stored;
+- ``"redact"``: the match is replaced by ``[REDACTED:<category>]``;
+- ``"allow"``: stored as given.
+
+Defaults (see docs/safety.md): the firewall is on and **redacts secrets** (API keys,
+private key blocks, passwords in URLs, ``password=...`` style credentials); personal data
+(emails, phone numbers, card numbers, US SSNs) is **allowed** unless you opt in, because a
+memory of a conversation usually needs names and contact details.
+
+>>> fw = Firewall(FirewallConfig(pii="redact"))
+>>> fw.scan_text("mail me at dana@example.org, key sk-abcdefghijklmnopqrstuvwx").text
+'mail me at [REDACTED:email], key [REDACTED:api_key]'
+>>> fw.scan_text("version 1.2.3 shipped on 2024-03-02").findings
+()
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from .errors import ConfigError, FirewallBlockedError
+
+ACTIONS = ("block", "redact", "allow")
+
+SECRET_CATEGORIES = ("api_key", "private_key", "url_password", "credential")
+PII_CATEGORIES = ("email", "phone", "credit_card", "ssn")
+CATEGORIES = SECRET_CATEGORIES + PII_CATEGORIES
+
+# -- detectors ---------------------------------------------------------------------------
+# Each pattern's group "v" (or the whole match) is what gets redacted.
+_API_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])(?P<v>"
+    r"sk-(?:proj-|ant-(?:api\d\d-)?|live-|svcacct-)?[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"                                      # AWS access key id
+    r"|gh[pousr]_[A-Za-z0-9]{36,}"                                     # GitHub tokens
+    r"|github_pat_[A-Za-z0-9_]{22,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"                                   # Slack
+    r"|AIza[0-9A-Za-z_-]{35}"                                          # Google API key
+    r"|(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"                       # Stripe
+    r"|glpat-[0-9A-Za-z_-]{20}"                                        # GitLab
+    r")(?![A-Za-z0-9_-])"
+)
+_PRIVATE_KEY = re.compile(
+    r"(?P<v>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*\Z))",
+    re.DOTALL,
+)
+_URL_PASSWORD = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/?#@]+:(?P<v>[^\s/?#@]+)@[^\s/?#]"
+)
+_CREDENTIAL = re.compile(
+    r"(?i)\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|"
+    r"auth[_-]?token|client[_-]?secret|aws_secret_access_key)\b[\"']?\s*[:=]\s*[\"']?"
+    r"(?P<v>[^\s\"',;]{6,})"
+)
+_EMAIL = re.compile(
+    r"(?<![\w.+-])(?P<v>[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24})\b"
+)
+# phone: +country and/or grouped digits (3-4 digit groups), 10-15 digits in all
+_PHONE = re.compile(
+    r"(?<![\w.+/-])(?P<v>(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)|\d{2,4})(?:[\s.-]\d{2,4}){1,3}[\s.-]\d{3,4})"
+    r"(?![\w/-]|[.,]\d)"
+)
+_CARD = re.compile(r"(?<![\w.-])(?P<v>[2-6]\d{3}(?:[ -]?\d{3,4}){2,3}(?:[ -]?\d{1,3})?)(?![\w-]|[.,]\d)")
+_SSN = re.compile(r"(?<![\w-])(?P<v>(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4})(?![\w-])")
+
+
+def luhn_ok(digits: str) -> bool:
+    """The Luhn checksum of a digit string (card numbers).
+
+    >>> luhn_ok("4111111111111111"), luhn_ok("4111111111111112")
+    (True, False)
+    """
+    total = 0
+    for k, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if k % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _digits(s: str) -> str:
+    return "".join(ch for ch in s if ch.isdigit())
+
+
+def _phone_ok(s: str) -> bool:
+    n = len(_digits(s))
+    return 10 <= n <= 15
+
+
+def _card_ok(s: str) -> bool:
+    d = _digits(s)
+    return 13 <= len(d) <= 19 and luhn_ok(d)
+
+
+_DETECTORS: tuple[tuple[str, re.Pattern[str], Any], ...] = (
+    ("private_key", _PRIVATE_KEY, None),
+    ("url_password", _URL_PASSWORD, None),
+    ("api_key", _API_KEY, None),
+    ("credential", _CREDENTIAL, None),
+    ("email", _EMAIL, None),
+    ("credit_card", _CARD, _card_ok),
+    ("ssn", _SSN, None),
+    ("phone", _PHONE, _phone_ok),
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One detected span: its category and position in the scanned text (never its value)."""
+
+    category: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What the firewall made of one text: the text to store and what it found."""
+
+    text: str
+    findings: tuple[Finding, ...]
+    blocked: tuple[str, ...]  # categories whose action is "block"
+
+
+@dataclass(frozen=True)
+class FirewallConfig:
+    """Which categories the firewall looks for and what it does with each.
+
+    Args:
+        enabled: ``False`` switches the firewall off entirely.
+        secrets: action for every secret category (``api_key``, ``private_key``,
+            ``url_password``, ``credential``); default ``"redact"``.
+        pii: action for every personal-data category (``email``, ``phone``,
+            ``credit_card``, ``ssn``); default ``"allow"``.
+        overrides: per-category actions that win over ``secrets`` / ``pii``,
+            e.g. ``{"email": "redact", "private_key": "block"}``.
+        placeholder: replacement text; ``{category}`` is filled in.
+        scan_metadata: also screen the speaker and string values in turn metadata.
+    """
+
+    enabled: bool = True
+    secrets: str = "redact"
+    pii: str = "allow"
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    placeholder: str = "[REDACTED:{category}]"
+    scan_metadata: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool) or not isinstance(self.scan_metadata, bool):
+            raise ConfigError("FirewallConfig.enabled and scan_metadata must be bools")
+        for name in ("secrets", "pii"):
+            if getattr(self, name) not in ACTIONS:
+                raise ConfigError(f"FirewallConfig.{name} must be one of {ACTIONS}, "
+                                  f"got {getattr(self, name)!r}")
+        if not isinstance(self.overrides, Mapping):
+            raise ConfigError("FirewallConfig.overrides must be a mapping category -> action")
+        for cat, action in self.overrides.items():
+            if cat not in CATEGORIES:
+                raise ConfigError(f"unknown firewall category {cat!r}; known: {CATEGORIES}")
+            if action not in ACTIONS:
+                raise ConfigError(f"firewall action for {cat!r} must be one of {ACTIONS}, got {action!r}")
+        if not isinstance(self.placeholder, str):
+            raise ConfigError("FirewallConfig.placeholder must be a str")
+        try:
+            self.placeholder.format(category="x")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"FirewallConfig.placeholder is not a valid format string: {exc}") from None
+        object.__setattr__(self, "overrides", MappingProxyType(dict(self.overrides)))
+
+    def action(self, category: str) -> str:
+        """The action for one category."""
+        if category in self.overrides:
+            return self.overrides[category]
+        return self.secrets if category in SECRET_CATEGORIES else self.pii
+
+    @classmethod
+    def off(cls) -> FirewallConfig:
+        """A firewall that lets everything through."""
+        return cls(enabled=False)
+
+    @classmethod
+    def strict(cls) -> FirewallConfig:
+        """Block secrets, redact personal data."""
+        return cls(secrets="block", pii="redact")
+
+
+class Firewall:
+    """Applies a :class:`FirewallConfig` to text (pure; thread-safe)."""
+
+    def __init__(self, config: FirewallConfig | None = None) -> None:
+        if config is None:
+            config = FirewallConfig()
+        if not isinstance(config, FirewallConfig):
+            from .errors import InvalidTypeError
+
+            raise InvalidTypeError(f"firewall must be a FirewallConfig, got {type(config).__name__}")
+        self.config = config
+
+    def detect(self, text: str) -> list[Finding]:
+        """Every non-overlapping finding in ``text`` (earlier detectors win overlaps)."""
+        cfg = self.config
+        taken: list[tuple[int, int]] = []
+        out: list[Finding] = []
+        for category, pattern, check in _DETECTORS:
+            if cfg.action(category) == "allow":
+                continue
+            for m in pattern.finditer(text):
+                s, e = m.span("v")
+                if check is not None and not check(m.group("v")):
+                    continue
+                if any(s < te and ts < e for ts, te in taken):
+                    continue
+                taken.append((s, e))
+                out.append(Finding(category, s, e))
+        out.sort(key=lambda f: f.start)
+        return out
+
+    def scan_text(self, text: str) -> ScanResult:
+        """Redact what must be redacted; report what must be blocked (does not raise)."""
+        if not self.config.enabled or not text:
+            return ScanResult(text, (), ())
+        findings = self.detect(text)
+        blocked = tuple(sorted({f.category for f in findings
+                                if self.config.action(f.category) == "block"}))
+        parts: list[str] = []
+        pos = 0
+        for f in findings:
+            if self.config.action(f.category) != "redact":
+                continue
+            parts.append(text[pos:f.start])
+            parts.append(self.config.placeholder.format(category=f.category))
+            pos = f.end
+        parts.append(text[pos:])
+        return ScanResult("".join(parts), tuple(findings), blocked)
+
+    def check_text(self, text: str, *, what: str = "text") -> str:
+        """The text to store, or :class:`FirewallBlockedError` (naming categories only)."""
+        res = self.scan_text(text)
+        if res.blocked:
+            raise FirewallBlockedError(
+                f"the write firewall blocked this {what}: it contains {', '.join(res.blocked)} "
+                f"(nothing was stored; remove it, or set FirewallConfig(overrides=...) to "
+                f"'redact' or 'allow')", res.blocked)
+        return res.text
+
+    def check_value(self, value: Any, *, what: str = "metadata") -> Any:
+        """Screen every string inside a JSON-like value (dict keys included)."""
+        if not self.config.enabled or not self.config.scan_metadata:
+            return value
+        if isinstance(value, str):
+            return self.check_text(value, what=what)
+        if isinstance(value, Mapping):
+            return {self.check_value(k, what=what): self.check_value(v, what=what)
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.check_value(v, what=what) for v in value]
+        return value
