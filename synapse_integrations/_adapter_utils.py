@@ -164,6 +164,11 @@ class EnginePool:
                 self._engines[namespace] = engine
             return engine
 
+    def opened(self) -> list[str]:
+        """Namespaces whose engine is open in this pool."""
+        with self._lock:
+            return sorted(self._engines)
+
     def namespaces(self) -> list[str]:
         """Namespaces stored under ``path`` plus those opened in this process."""
         from .core.engine import Synapse
