@@ -47,7 +47,7 @@ from ..errors import (
     UnknownNamespaceError,
 )
 from ..firewall import Firewall, FirewallConfig
-from ..storage.chroma import ChromaVectors, list_namespaces, persistent_client
+from ..storage.chroma import ChromaVectors, close_client, list_namespaces, persistent_client
 from ..storage.lock import DirectoryLock
 from ..storage.snapshots import SnapshotStore, write_atomic
 from ..types import (
@@ -225,12 +225,14 @@ class Synapse:
         self.snapshot_every = max(1, snapshot_every)
         self._needs_repair = False
         self._recovered: set[str] = set()  # ids re-attached by a repair: a retried add is a no-op
+        self._owns_client = client is None  # an embedded client we made is closed by close()
+        self._client: Any = None
         self._dirlock = DirectoryLock(self.path).acquire()  # MemoryLockedError in a 2nd process
         try:
             self._open(config, embedder, client, extractor, create)
         except BaseException:
             self._closed = True
-            self._dirlock.release()
+            self._release()
             raise
 
     def _open(self, config: SynapseConfig | None, embedder: Any, client: Any, extractor: Any,
@@ -578,9 +580,18 @@ class Synapse:
                     self.save()
             finally:
                 self._closed = True
-                self._dirlock.release()
+                self._release()
                 if self._owns_path:
                     shutil.rmtree(self.path, ignore_errors=True)
+
+    def _release(self) -> None:
+        # the embedded Chroma client first (its in-process cache would go stale once
+        # another process writes the folder), then the directory lock
+        try:
+            if self._owns_client and self._client is not None:
+                close_client(self._client)
+        finally:
+            self._dirlock.release()
 
     def __enter__(self) -> Synapse:
         return self
@@ -1264,7 +1275,11 @@ class Synapse:
     @staticmethod
     def namespaces(path: str | Path) -> list[str]:
         """Namespaces stored in the embedded Chroma under ``path``."""
-        return list_namespaces(persistent_client(Path(path) / "chroma"))
+        client = persistent_client(Path(path) / "chroma")
+        try:
+            return list_namespaces(client)
+        finally:
+            close_client(client)
 
     # ------------------------------------------------------------------------------------
     # async twins (same code, run in a worker thread; the lock serialises mutation)

@@ -32,6 +32,17 @@ def _settings() -> Any:
     return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
+def ephemeral_client() -> Any:
+    """An in-memory Chroma client (nothing written to disk; used by ``synapse bench perf``
+    to build large throwaway memories without a disk commit per write)."""
+    import chromadb
+
+    try:
+        return chromadb.EphemeralClient(settings=_settings())
+    except Exception as exc:
+        raise StorageError(f"cannot start an in-memory Chroma: {exc}") from exc
+
+
 def persistent_client(path: str | Path) -> Any:
     """An embedded Chroma client storing its files under ``path``."""
     import chromadb
@@ -40,6 +51,24 @@ def persistent_client(path: str | Path) -> Any:
         return chromadb.PersistentClient(path=str(path), settings=_settings())
     except Exception as exc:  # chroma raises many kinds; name the path
         raise StorageError(f"cannot open embedded Chroma at {path}: {exc}") from exc
+
+
+def close_client(client: Any) -> None:
+    """Release an embedded client made by :func:`persistent_client`.
+
+    Chroma shares one in-memory system per folder inside a process and keeps it (open
+    SQLite handles, loaded indexes) until its last client is closed. A memory that is
+    closed and later reopened after *another process* wrote the folder would otherwise
+    read that stale cache and fail ("Error finding id"). Errors while closing are logged,
+    not raised: closing must not lose the caller's original exception.
+    """
+    close = getattr(client, "close", None)
+    if not callable(close):
+        return
+    try:
+        close()
+    except Exception as exc:  # pragma: no cover - depends on chroma internals
+        logger.warning("closing the embedded Chroma client failed: %s", exc)
 
 
 def http_client(host: str = "127.0.0.1", port: int = 8000, *, timeout: float | None = 30.0,

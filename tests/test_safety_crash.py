@@ -1,0 +1,203 @@
+"""Crash safety by fault injection: a writer process is killed with SIGKILL at random
+moments, including inside snapshot writes and inside Chroma writes; after every kill the
+memory opens, repair() + verify() pass, and every turn whose add_turn had returned is
+still there and retrievable. Run with ``-s`` to see the counts.
+
+The writer is a child forked by tests/_crash_worker.py (a fork server, so that importing
+chromadb once serves every restart); see that file for the protocol.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from synapse_integrations import Synapse
+from synapse_integrations.errors import NodeNotFoundError
+
+from _crash_worker import turn_text
+from _safety_helpers import HashEmbedder
+
+WORKER = Path(__file__).with_name("_crash_worker.py")
+MODES = ("snap", "chroma", "random")
+ROUNDS = 24  # 8 per mode
+
+
+class ForkServer:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def _ask(self, line: str) -> str:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        if not reply:
+            raise RuntimeError(f"the crash worker server died (exit {self.proc.wait()})")
+        return reply.strip()
+
+    def run(self, path: Path, log: Path, first: int, fsync_delay: float) -> int:
+        return int(self._ask(f"run {path} {log} {first} {fsync_delay}").split()[1])
+
+    def kill(self, pid: int) -> None:
+        os.kill(pid, signal.SIGKILL)
+        status = int(self._ask(f"reap {pid}").split()[2])
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, \
+            f"the writer ended on its own (status {status}) instead of being killed"
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+
+
+def _read_lines(log: Path) -> list[str]:
+    try:
+        return log.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def _wait_and_kill(server: ForkServer, pid: int, log: Path, mode: str, rng: random.Random) -> None:
+    """Let the writer run, then SIGKILL it: inside a snapshot write (mode "snap"), inside
+    a Chroma upsert ("chroma") or at a random instant ("random")."""
+    arm_after = rng.randint(1, 12)  # turns to let through before aiming
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        lines = _read_lines(log)
+        errors = [x for x in lines if x.startswith("ERROR")]
+        assert not errors, f"the writer failed by itself: {errors}"
+        n_ids = sum(x.startswith("ID ") for x in lines)
+        if n_ids >= arm_after:
+            if mode == "random":
+                time.sleep(rng.uniform(0.0, 0.4))
+                break
+            # aim at the next write of that kind that starts from now on
+            seen = len(lines)
+            marker = "BEGIN snap" if mode == "snap" else "BEGIN chroma"
+            while time.monotonic() < deadline:
+                lines = _read_lines(log)
+                if marker in lines[seen:]:
+                    # a snapshot write takes ~60 ms here (slowed fsync); an upsert a few ms
+                    time.sleep(rng.uniform(0.0, 0.05) if mode == "snap" else rng.uniform(0.0, 0.002))
+                    break
+                time.sleep(0.0005)
+            break
+        time.sleep(0.002)
+    server.kill(pid)
+
+
+def _landed_inside(lines: list[str]) -> str | None:
+    """Which write the kill interrupted: the last BEGIN with no END after it."""
+    for line in reversed(lines):
+        if line.startswith("END"):
+            return None
+        if line.startswith("BEGIN"):
+            return line.split()[1]
+    return None
+
+
+def _assert_retrievable(mem: Synapse, emb: HashEmbedder, node_id: str, n: int) -> None:
+    """Turn ``n`` is the nearest vector to its own text in Chroma and is among the
+    episodes :meth:`Synapse.retrieve` returns for it."""
+    text = turn_text(n)
+    nearest, _ = mem.search_vectors(emb.embed_query(text), 1, kind="episode")
+    assert nearest == [node_id], f"turn {n} ({node_id}) is not the nearest vector to its text"
+    res = mem.retrieve(text, k=30)
+    assert node_id in [it.id for it in res.items if it.kind == "episode"], \
+        f"turn {n} ({node_id}) is stored but not retrieved by its own text"
+
+
+@pytest.mark.slow
+def test_sigkill_during_writes_loses_no_returned_turn(tmp_path, capsys):
+    rng = random.Random(20240505)
+    path = tmp_path / "mem"
+    emb = HashEmbedder()
+    server = ForkServer()
+    returned: dict[str, int] = {}  # id -> turn number, for every add_turn that returned
+    kills = 0
+    inside: Counter[str] = Counter()
+    lost: set[str] = set()
+    reattached = 0
+    retrieval_checks = 0
+    t_start = time.monotonic()
+    try:
+        for r in range(ROUNDS):
+            mode = MODES[r % len(MODES)]
+            log = tmp_path / f"round-{r}.log"
+            pid = server.run(path, log, first=r * 1000, fsync_delay=0.012)
+            _wait_and_kill(server, pid, log, mode, rng)
+            kills += 1
+            lines = _read_lines(log)
+            where = _landed_inside(lines)
+            if where:
+                inside[where] += 1
+            new = {}
+            for line in lines:
+                if line.startswith("ID "):
+                    _, node_id, n = line.split()
+                    new[node_id] = int(n)
+            returned.update(new)
+
+            mem = Synapse(path, embedder=emb)
+            try:
+                fixed = mem.repair()
+                assert fixed.ok, fixed.problems
+                reattached += sum(int(a.split()[1]) for a in (*fixed.actions, *mem.load_report.actions)
+                                  if a.startswith("re-attached"))
+                check = mem.verify()
+                assert check.ok, check.problems
+                for node_id, n in returned.items():
+                    try:
+                        node = mem.get(node_id)
+                    except NodeNotFoundError:
+                        lost.add(node_id)
+                        continue
+                    assert node["kind"] == "episode" and node["text"] == turn_text(n)
+                # no duplicates: every episode text (turn) is stored once
+                texts = Counter(d["text"] for _, d in mem.graph.nodes(data=True)
+                                if d["kind"] == "episode")
+                assert not [t for t, c in texts.items() if c > 1]
+                # retrievable: this round's turns and a sample of older ones
+                sample = list(new.items()) + rng.sample(sorted(returned.items()),
+                                                        min(5, len(returned)))
+                for node_id, n in sample:
+                    if node_id in lost:
+                        continue
+                    _assert_retrievable(mem, emb, node_id, n)
+                    retrieval_checks += 1
+            finally:
+                mem.close()
+    finally:
+        server.close()
+
+    # a final full pass: every returned turn is retrievable by its text
+    mem = Synapse(path, embedder=emb)
+    try:
+        assert mem.verify().ok
+        for node_id, n in returned.items():
+            if node_id not in lost:
+                _assert_retrievable(mem, emb, node_id, n)
+                retrieval_checks += 1
+        stats = mem.stats()
+    finally:
+        mem.close()
+    with capsys.disabled():
+        print(f"\n[crash] kills={kills} inside_snapshot={inside['snap']} inside_chroma={inside['chroma']} "
+              f"turns_returned={len(returned)} turns_lost={len(lost)} reattached_by_repair={reattached} "
+              f"retrieval_checks={retrieval_checks} episodes={stats['episodes']} "
+              f"concepts={stats['concepts']} seconds={time.monotonic() - t_start:.1f}")
+    assert kills >= 20
+    assert inside["snap"] >= 3 and inside["chroma"] >= 3, inside
+    assert not lost, f"{len(lost)} turn(s) whose add_turn had returned were lost"
