@@ -11,7 +11,7 @@ middleware and agent tools. Needs ``pip install 'synapse-integrations[langchain]
 
 from __future__ import annotations
 
-from .._adapter_utils import require
+from .._adapter_utils import EnginePool, require
 
 require("langchain_core", "langchain")
 
@@ -21,6 +21,7 @@ from .memory import SynapseMemory  # noqa: E402
 from .retrievers import SynapseRetriever, format_documents  # noqa: E402
 
 __all__ = [
+    "EnginePool",
     "SynapseChatMessageHistory",
     "SynapseMemory",
     "SynapseMemoryMiddleware",

@@ -9,11 +9,11 @@ Needs ``pip install 'synapse-integrations[llamaindex]'``.
 
 from __future__ import annotations
 
-from .._adapter_utils import require
+from .._adapter_utils import EnginePool, require
 
 require("llama_index.core", "llamaindex")
 
 from .memory import SynapseMemoryBlock  # noqa: E402
 from .retrievers import SynapseRetriever  # noqa: E402
 
-__all__ = ["SynapseMemoryBlock", "SynapseRetriever"]
+__all__ = ["EnginePool", "SynapseMemoryBlock", "SynapseRetriever"]
