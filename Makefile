@@ -13,7 +13,7 @@ demo: install
 	synapse demo
 
 test: install
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q --nbmake --nbmake-timeout=300 tests cookbooks
 
 test-fast:
 	$(PYTHON) -m pytest -q -m "not model and not server and not slow"

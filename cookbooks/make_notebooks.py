@@ -1,0 +1,390 @@
+"""Writes the cookbook notebooks (outputs stripped) from the cells below.
+
+Edit this file, not the .ipynb files, then run ``python cookbooks/make_notebooks.py``.
+CI executes every notebook with ``pytest --nbmake cookbooks`` (see the Makefile).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).parent
+
+# -- cells shared by the three notebooks --------------------------------------------------------
+DEMO = '''\
+import json, os, shutil, tempfile
+from importlib.resources import files
+
+workdir = tempfile.mkdtemp(prefix="synapse-cookbook-")   # embedded Chroma + snapshots live here
+
+def demo_turns(limit=None):
+    """The packaged demo conversation (Sam and Riley, several sessions) as engine turns."""
+    data = json.loads(files("synapse_integrations").joinpath("data/demo_conversation.json").read_text())
+    turns = [{"text": t["text"], "speaker": t["speaker"], "timestamp": s["datetime"]}
+             for s in data["sessions"] for t in s["turns"]]
+    return turns[:limit]
+'''
+
+EXPLAIN = '''\
+import matplotlib.pyplot as plt
+import networkx as nx
+
+def explain(result, top=8):
+    """Why each memory was returned: hybrid score = 0.5 similarity + 0.3 activation + 0.2 PageRank,
+    which trigger found it (BM25 / dense rank, None = reached by spreading activation only),
+    and the path along which activation reached it."""
+    verdict = "REJECTED (nothing in memory)" if result.rejected else "accepted"
+    print(f"query: {result.query!r}\\ngate: {verdict}, confidence {result.confidence:.3f} "
+          f"(tau {result.gate_tau})\\n")
+    print(f"{'kind':8} {'score':>6} {'sim':>6} {'act':>6} {'pr':>6} {'bm25':>5} {'dense':>5}  text")
+    for it in result.items[:top]:
+        c = it.components
+        print(f"{it.kind:8} {it.score:6.3f} {c.similarity:6.3f} {c.activation:6.3f} {c.pagerank:6.3f} "
+              f"{str(c.bm25_rank):>5} {str(c.dense_rank):>5}  {it.text[:60]}"
+              + (f"   path: {' -> '.join(it.path)}" if len(it.path) > 1 else ""))
+
+def plot_activated(engine, result, top=8):
+    """The activated subgraph: the top items, the nodes on their activation paths and the
+    edges among them; colour = activation, size = hybrid score, squares = concepts."""
+    items = result.items[:top]
+    keep = {n for it in items for n in (it.path or (it.id,))} | {it.id for it in items}
+    g = engine.graph.subgraph(keep)
+    act = {it.id: it.components.activation for it in result.items}
+    score = {it.id: it.score for it in result.items}
+    pos = nx.spring_layout(g, seed=7)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for kind, shape in (("episode", "o"), ("concept", "s")):
+        nodes = [n for n, d in g.nodes(data=True) if d["kind"] == kind]
+        nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_shape=shape, ax=ax, cmap="viridis",
+                               node_color=[act.get(n, 0.0) for n in nodes], vmin=0, vmax=max(act.values() or [1]),
+                               node_size=[200 + 1500 * score.get(n, 0.0) for n in nodes])
+    nx.draw_networkx_edges(g, pos, ax=ax, alpha=0.3, arrows=False)
+    nx.draw_networkx_labels(g, pos, ax=ax, font_size=7,
+                            labels={n: d["text"][:22] for n, d in g.nodes(data=True)})
+    ax.set_title(f"activated memories for {result.query!r}")
+    ax.axis("off")
+    plt.show()
+'''
+
+CLEANUP = '''\
+shutil.rmtree(workdir, ignore_errors=True)
+'''
+
+
+def real_model_cell(code: str) -> list:
+    return [
+        new_markdown_cell(
+            "### Optional: a real model (not executed by default)\n\n"
+            "Everything above and below runs offline with a fake model. To use a real one, set "
+            "`SYNAPSE_COOKBOOK_REAL_MODEL=1` (and the provider's API key), install the provider "
+            "package, and re-run: the cell below then replaces `model`/`llm`. CI never sets it."),
+        new_code_cell(code),
+    ]
+
+
+# -- LangChain ------------------------------------------------------------------------------------
+LANGCHAIN = [
+    new_markdown_cell(
+        "# LangChain: a chain and an agent with SYNAPSE memory\n\n"
+        "This notebook runs offline, top to bottom: the real MiniLM embedder, embedded Chroma in a "
+        "temporary folder, and a fake chat model. It shows\n\n"
+        "1. an LCEL chain fed by `SynapseRetriever`, and how it says *nothing in memory* when the "
+        "uncertainty gate rejects a question;\n"
+        "2. which memories were activated and why (score components, triggers, a plot);\n"
+        "3. a LangChain 1.x agent (`create_agent`) with `SynapseMemoryMiddleware` and the memory tools."),
+    new_code_cell(DEMO),
+    new_code_cell('''\
+from synapse_integrations import Synapse
+
+mem = Synapse(workdir, namespace="sam")      # one memory: the user "sam"
+mem.add_turns(demo_turns(20))                # consolidation runs every 5 turns
+mem.stats()'''),
+    new_markdown_cell("## A model\n\nA fake chat model by default: it returns canned answers, so you can see "
+                      "exactly what memory put into the prompt."),
+    new_code_cell('''\
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+model = FakeListChatModel(responses=["Sam went to Whistler, with cousin Dana.",
+                                     "I have nothing in memory about that."])'''),
+    *real_model_cell('''\
+if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
+    from langchain_openai import ChatOpenAI      # pip install langchain-openai; needs OPENAI_API_KEY
+    model = ChatOpenAI(model="gpt-4o-mini", temperature=0)'''),
+    new_markdown_cell("## An LCEL chain fed by the retriever\n\n`format_documents` turns the documents into "
+                      "prompt lines, or into *Nothing relevant in memory.* when there are none: the retriever "
+                      "returns no documents when the gate rejects the question."),
+    new_code_cell('''\
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnablePassthrough
+from synapse_integrations.langchain import SynapseRetriever, format_documents
+
+retriever = SynapseRetriever(engine=mem, k=4, kinds=("episode",))
+prompt = ChatPromptTemplate.from_messages([
+    ("system", "Answer from these memories of earlier conversations:\\n{memories}"),
+    ("human", "{question}")])
+inputs = {"memories": retriever | format_documents, "question": RunnablePassthrough()}
+chain = inputs | prompt | model
+
+question = "Where did Sam go skiing, and with whom?"
+print((inputs | prompt).invoke(question).to_messages()[0].content)
+print("\\nanswer:", chain.invoke(question).content)'''),
+    new_code_cell('''\
+from langchain_core.callbacks import BaseCallbackHandler
+
+class GateWatcher(BaseCallbackHandler):
+    """Prints the retriever's gate event (also visible in astream_events)."""
+    def on_custom_event(self, name, data, **kwargs):
+        print(f"event {name}: confidence {data['confidence']:.3f} < tau {data['gate_tau']}")
+
+off_topic = "What is the boiling point of liquid nitrogen?"
+print((inputs | prompt).invoke(off_topic, {"callbacks": [GateWatcher()]}).to_messages()[0].content)'''),
+    new_markdown_cell("## Which memories were activated, and why\n\nThe documents' metadata carries the same "
+                      "information; here we ask the engine directly so the rejected case is visible too."),
+    new_code_cell(EXPLAIN),
+    new_code_cell('''\
+result = mem.retrieve(question, k=10)
+explain(result)
+docs = retriever.invoke(question)
+print("\\nfirst document's metadata:", {k: docs[0].metadata[k] for k in ("kind", "score", "components")} if docs else None)
+plot_activated(mem, result)'''),
+    new_markdown_cell("## An agent with memory middleware and memory tools\n\n`SynapseMemoryMiddleware` recalls "
+                      "memories into the system prompt before each model call and records each finished turn; "
+                      "`create_synapse_tools` gives the agent `search_memory` and `save_memory`. With an "
+                      "`EnginePool`, the memory of a run is chosen from `config[\"configurable\"]` (here the "
+                      "`user_id`, so every thread of that user shares it)."),
+    new_code_cell('''\
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from synapse_integrations.langchain import EnginePool, SynapseMemoryMiddleware, create_synapse_tools
+
+class FakeToolModel(FakeMessagesListChatModel):
+    """Fake chat model that accepts tools (answers are scripted) and keeps its prompts."""
+    prompts: list = []
+    def bind_tools(self, tools, **kwargs):
+        return self
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.prompts.append(messages)
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+agent_model = FakeToolModel(responses=[
+    AIMessage("", tool_calls=[{"name": "save_memory", "id": "c1",
+                               "args": {"text": "Sam's cousin Dana starts vet school in September."}}]),
+    AIMessage("Noted, good luck to Dana!"),
+    AIMessage("", tool_calls=[{"name": "search_memory", "id": "c2", "args": {"query": "Dana vet school"}}]),
+    AIMessage("Dana starts vet school in September."),
+])
+if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
+    agent_model = model
+
+pool = EnginePool(os.path.join(workdir, "agents"))
+pool.get("user_id=sam").add_turns(demo_turns(10))
+agent = create_agent(agent_model, tools=create_synapse_tools(pool),
+                     middleware=[SynapseMemoryMiddleware(pool, k=4)],
+                     system_prompt="You are a helpful assistant.", checkpointer=InMemorySaver())
+agent.invoke({"messages": [{"role": "user", "content": "Dana got into vet school, she starts in September!"}]},
+             {"configurable": {"thread_id": "monday", "user_id": "sam"}})
+out = agent.invoke({"messages": [{"role": "user", "content": "When does Dana start vet school?"}]},
+                   {"configurable": {"thread_id": "friday", "user_id": "sam"}})   # a new thread
+for m in out["messages"]:
+    print(f"{m.type:>5}: {m.content or m.tool_calls}")'''),
+    new_code_cell('''\
+print("system prompt of the last model call:\\n")
+print(agent_model.prompts[-1][0].content if agent_model.prompts else "(real model: not recorded)")
+print("\\nrecorded in sam's memory:", pool.get("user_id=sam").stats()["episodes"], "episodes")'''),
+    new_code_cell('''\
+pool.close()
+mem.close()
+''' + CLEANUP),
+]
+
+# -- LangGraph ------------------------------------------------------------------------------------
+LANGGRAPH = [
+    new_markdown_cell(
+        "# LangGraph: an agent with a SYNAPSE memory node and a checkpointer\n\n"
+        "Offline, top to bottom: real MiniLM embedder, embedded Chroma in a temporary folder, a fake chat "
+        "model, and `SqliteSaver`. The graph is `recall -> agent -> record`:\n\n"
+        "- `recall` retrieves memories for the latest user message into the state (`memories`) and as "
+        "one system message;\n"
+        "- `record` stores the finished turn (user message and answer) in SYNAPSE.\n\n"
+        "The checkpointer keeps the thread's conversation; SYNAPSE keeps what is worth remembering across "
+        "threads. We then restart both and continue the thread, and finish with `SynapseStore`."),
+    new_code_cell(DEMO),
+    new_code_cell('''\
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+model = FakeListChatModel(responses=["Noted: Ana lives in Lisbon now.", "Biscuit is a great name for a beagle!",
+                                     "Ana lives in Lisbon.", "You told me about Biscuit, your beagle."])'''),
+    *real_model_cell('''\
+if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
+    from langchain_openai import ChatOpenAI      # pip install langchain-openai; needs OPENAI_API_KEY
+    model = ChatOpenAI(model="gpt-4o-mini", temperature=0)'''),
+    new_code_cell('''\
+import sqlite3
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from synapse_integrations.langgraph import EnginePool, SynapseMemoryNodes, SynapseMemoryState
+
+def agent(state: SynapseMemoryState):
+    return {"messages": [model.invoke(state["messages"])]}
+
+def build_graph(pool, conn):
+    memory = SynapseMemoryNodes(pool, k=5)          # namespace: user_id, else thread_id
+    builder = StateGraph(SynapseMemoryState)       # MessagesState + memories
+    builder.add_node("recall", memory.recall)
+    builder.add_node("agent", agent)
+    builder.add_node("record", memory.record)
+    builder.add_edge(START, "recall")
+    builder.add_edge("recall", "agent")
+    builder.add_edge("agent", "record")
+    builder.add_edge("record", END)
+    return builder.compile(checkpointer=SqliteSaver(conn))
+
+mem_dir, db = os.path.join(workdir, "memory"), os.path.join(workdir, "checkpoints.sqlite")
+pool = EnginePool(mem_dir)
+pool.get("user_id=sam").add_turns(demo_turns(20))   # sam already has some history
+conn = sqlite3.connect(db, check_same_thread=False)
+graph = build_graph(pool, conn)
+cfg = {"configurable": {"thread_id": "week-1", "user_id": "sam"}}
+for text in ["My sister Ana moved to Lisbon last year.", "I adopted a beagle called Biscuit."]:
+    out = graph.invoke({"messages": [{"role": "user", "content": text}]}, cfg)
+    print("user:", text, "\\n  ai:", out["messages"][-1].content)'''),
+    new_markdown_cell("## Which memories will be activated, and why\n\nBefore asking the graph, ask the engine "
+                      "directly: every ranked item with its score components, whether the gate accepts the "
+                      "question, and the activated subgraph."),
+    new_code_cell(EXPLAIN),
+    new_code_cell('''\
+question = "Tell me about Ana and Lisbon."
+engine = pool.get("user_id=sam")
+result = engine.retrieve(question, k=10)
+explain(result)
+plot_activated(engine, result)'''),
+    new_markdown_cell("## What the recall node put into the state"),
+    new_code_cell('''\
+out = graph.invoke({"messages": [{"role": "user", "content": question}]}, cfg)
+print(out["messages"][-2].content)          # the memory system message the model saw
+print("\\ngate rejected:", out["memory_rejected"])
+for m in out["memories"]:
+    print(f"{m['score']:.3f}  sim {m['components']['similarity']:.2f}  act {m['components']['activation']:.2f}"
+          f"  {m['kind']:7} {m['text'][:60]}")'''),
+    new_markdown_cell("## Restart: the thread continues with its checkpoint and its memory\n\n"
+                      "Close everything (as a process exit would), reopen from disk, continue the same thread."),
+    new_code_cell('''\
+pool.close(); conn.close()
+
+pool = EnginePool(mem_dir)
+conn = sqlite3.connect(db, check_same_thread=False)
+graph = build_graph(pool, conn)
+print("checkpointed messages:", len(graph.get_state(cfg).values["messages"]))
+print("episodes in SYNAPSE:  ", pool.get("user_id=sam").stats()["episodes"])
+out = graph.invoke({"messages": [{"role": "user", "content": "What's my dog Biscuit like?"}]}, cfg)
+print(out["messages"][-2].content[:400])
+print("ai:", out["messages"][-1].content)'''),
+    new_markdown_cell("## `SynapseStore`: a LangGraph store whose search is SYNAPSE retrieval\n\n"
+                      "Usable as `builder.compile(store=...)`, `create_agent(store=...)`, or directly. "
+                      "`SearchItem.score` is the hybrid score; a query the gate rejects returns nothing."),
+    new_code_cell('''\
+from synapse_integrations.langgraph import SynapseStore
+
+store = SynapseStore(os.path.join(workdir, "store"))
+for key, text in {"pet": "Sam has a beagle called Biscuit.", "family": "Ana, Sam's sister, lives in Lisbon.",
+                  "music": "Sam plays the cello on weekends.", "work": "Sam is a data analyst at a solar company.",
+                  "travel": "Sam went skiing in Whistler with cousin Dana."}.items():
+    store.put(("memories", "sam"), key, {"text": text})
+for hit in store.search(("memories",), query="What is the dog called?", limit=3):
+    print(f"{hit.score:.3f}  {hit.key:7} {hit.value['text']}")
+print("off-topic:", [(h.key, round(h.score, 3)) for h in
+                     store.search(("memories",), query="liquid nitrogen boiling point")])  # [] when the gate rejects
+print(store.list_namespaces())'''),
+    new_code_cell('''\
+store.close(); pool.close(); conn.close()
+''' + CLEANUP),
+]
+
+# -- LlamaIndex -----------------------------------------------------------------------------------
+LLAMAINDEX = [
+    new_markdown_cell(
+        "# LlamaIndex: a query engine and a chat engine with SYNAPSE memory\n\n"
+        "Offline, top to bottom: real MiniLM embedder, embedded Chroma in a temporary folder, and "
+        "LlamaIndex's `MockLLM` (it echoes the prompt, so you see what memory contributed). It shows "
+        "`SynapseRetriever` in a `RetrieverQueryEngine`, `SynapseMemoryBlock` inside `Memory` for a chat "
+        "engine, and which memories were activated and why."),
+    new_code_cell(DEMO),
+    new_code_cell('''\
+from synapse_integrations import Synapse
+
+mem = Synapse(workdir, namespace="sam")
+mem.add_turns(demo_turns(20))
+mem.stats()'''),
+    new_code_cell('''\
+from llama_index.core.llms import MockLLM
+
+llm = MockLLM()      # echoes its prompt'''),
+    *real_model_cell('''\
+if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
+    from llama_index.llms.openai import OpenAI   # pip install llama-index-llms-openai; needs OPENAI_API_KEY
+    llm = OpenAI(model="gpt-4o-mini", temperature=0)'''),
+    new_markdown_cell("## A query engine over the memory"),
+    new_code_cell('''\
+from llama_index.core.query_engine import RetrieverQueryEngine
+from synapse_integrations.llama_index import SynapseRetriever
+
+retriever = SynapseRetriever(mem, k=4, kinds=("episode",))
+query_engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+question = "Where did Sam go skiing, and with whom?"
+response = query_engine.query(question)
+for n in response.source_nodes:
+    c = n.node.metadata["components"]
+    print(f"{n.score:.3f}  sim {c['similarity']:.2f}  act {c['activation']:.2f}  pr {c['pagerank']:.2f}  "
+          f"{n.node.get_content()[:60]}")
+off_topic = retriever.retrieve("What is the boiling point of liquid nitrogen?")
+print(f"\\noff-topic question: {len(off_topic)} nodes (none when the gate rejects it)",
+      [n.node.get_content()[:40] for n in off_topic])'''),
+    new_markdown_cell("## A chat engine whose memory has a SYNAPSE block\n\n"
+                      "Short-term chat history stays in `Memory`; messages flushed out of it are recorded in "
+                      "SYNAPSE by the block, and every turn the block retrieves memories for the latest "
+                      "user message into the system prompt."),
+    new_code_cell('''\
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.memory import Memory
+from synapse_integrations.llama_index import SynapseMemoryBlock
+
+memory = Memory.from_defaults(session_id="sam", token_limit=200, chat_history_token_ratio=0.5,
+                              token_flush_size=40, memory_blocks=[SynapseMemoryBlock(engine=mem, k=4)])
+chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+for text in ["My sister Ana moved to Lisbon last year.", "I adopted a beagle called Biscuit.",
+             "Who went skiing in Whistler with Sam?"]:
+    reply = chat.chat(text)
+print(str(reply)[:900])       # MockLLM echoes the prompt: the <synapse_memory> block is in it'''),
+    new_markdown_cell("## Which memories were activated, and why"),
+    new_code_cell(EXPLAIN),
+    new_code_cell('''\
+result = mem.retrieve(question, k=10)
+explain(result)
+plot_activated(mem, result)'''),
+    new_code_cell('''\
+mem.close()
+''' + CLEANUP),
+]
+
+
+def write(name: str, cells: list) -> Path:
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"}})
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{name.split('_')[0]}-{i:02d}"  # stable ids: regenerating gives no diff
+    path = HERE / f"{name}.ipynb"
+    nbformat.validate(nb)
+    path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    for name, cells in (("langchain_memory", LANGCHAIN), ("langgraph_memory", LANGGRAPH),
+                        ("llama_index_memory", LLAMAINDEX)):
+        print("wrote", write(name, cells))
