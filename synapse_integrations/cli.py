@@ -159,7 +159,9 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
 def cmd_bench_perf(args: argparse.Namespace) -> int:
     from .bench.perf import format_perf_table, run_perf
 
-    results = run_perf(args.nodes, queries=args.queries, progress=_tqdm_factory(not args.no_progress))
+    results = run_perf(args.nodes, queries=args.queries, progress=_tqdm_factory(not args.no_progress),
+                       ingest_sample=args.ingest_sample, archive_at=args.archive_at or None,
+                       log=lambda line: print(line, flush=True))
     _write_json(args.out, results)
     print(format_perf_table(results))
     print(f"wrote {args.out}")
@@ -215,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--nodes", type=_csv(int), default=[1000, 10000, 100000],
                       help="comma-separated episode counts (default 1000,10000,100000)")
     perf.add_argument("--queries", type=int, default=200, help="timed queries per size")
+    perf.add_argument("--ingest-sample", type=int, default=512,
+                      help="turns ingested with the real model to measure turns/s (default 512)")
+    perf.add_argument("--archive-at", type=int, default=10000, metavar="N",
+                      help="archive check: build N turns, archive 90%%, compare retrieval with "
+                           "a fresh memory of the rest (default 10000; 0 skips it)")
     perf.add_argument("--plot", default=None, metavar="DIR", help="save PNG plots in DIR")
     perf.add_argument("--out", required=True, help="perf JSON")
     perf.add_argument("--no-progress", action="store_true", help="no progress bar")

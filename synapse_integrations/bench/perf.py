@@ -1,0 +1,605 @@
+"""The performance benchmark behind ``synapse bench perf``.
+
+For each memory size ``N`` it builds, through the engine's normal write path
+(``add_turns`` in batches, automatic consolidation every 5 turns with the offline
+extractor), a memory of ``N`` episodic nodes plus the concepts consolidation makes, then
+times, for the same query vectors, interleaved query by query:
+
+* ``retrieve_ms``: the full SYNAPSE retrieval, ``Synapse.retrieve_by_vector`` (dense and
+  BM25 anchors, spreading activation, hybrid score, gate, top-k items);
+* ``dense_only_ms``: the plain Chroma cosine query on the same collection
+  (``Synapse.search_vectors``, the same ``k``);
+* ``activation_ms``: the activation step alone (Eqs. 2-4 on the cached propagation
+  matrix, parents tracked, as the engine runs it), seeded with each query's real anchor set
+  (union of its dense and BM25 top ``anchor_top_k``).
+
+What is synthetic, and why. Embedding 100,000 texts with the real model would take 10+
+minutes on 2 cores, so the memories are built from generated conversation-like turns
+(:func:`synthetic_turns`: recurring speakers, people, places and topics, so the offline
+extractor makes and reuses concepts) embedded by :class:`HashingEmbedder`, a deterministic
+bag-of-words embedder (a fixed random unit vector per word, summed, plus per-text noise,
+normalised). Cosine structure is realistic enough for the indexes and the graph, and
+every run says ``"synthetic": true``. The real all-MiniLM-L6-v2 model is measured
+separately, once per invocation, and the same numbers are reported in every run:
+``ingest_turns_per_s`` (a fixed sample of synthetic turns, batched ``add_turns`` into a
+fresh memory, consolidation included) and ``embed_query_ms`` (one query text at a time,
+median). ``consolidate_ms_per_window`` is timed on the size-``N`` memory itself: the mean of
+the consolidation windows during the last tenth of its build.
+
+The archive check (``archive_at``): a memory of ``N`` turns is built, its oldest 90% of
+episodes (and the concepts they alone support) are archived, and its retrieval is timed
+against a fresh memory holding only the newest 10% of turns, interleaved on the same
+queries. Equal latencies mean retrieval cost does not grow with archived nodes.
+
+>>> emb = HashingEmbedder(dim=8)
+>>> v = emb.embed_query("Dana went skiing")
+>>> round(float((v * v).sum()), 6), v.shape
+(1.0, (8,))
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import random
+import resource
+import sys
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..config import SynapseConfig
+from ..errors import InvalidInputError
+from .metrics import percentiles
+
+__all__ = [
+    "HashingEmbedder",
+    "format_perf_table",
+    "peak_rss_mb",
+    "run_perf",
+    "synthetic_queries",
+    "synthetic_turns",
+]
+
+logger = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------------------------
+# synthetic conversations
+# --------------------------------------------------------------------------------------------
+_SYLLABLES = ("ka", "lo", "mi", "ren", "sa", "do", "vi", "ta", "nor", "el", "ber", "an", "jo",
+              "ris", "ma", "lu", "de", "fen", "ga", "ty")
+_PLACE_SUFFIX = ("ville", "ton", " Bay", " Park", "burg", " Lake", " Hills", "field")
+_TOPICS = (
+    "ski trip", "pottery class", "vet school", "marathon", "book club", "garden", "guitar",
+    "painting", "camping", "job interview", "promotion", "wedding", "birthday party", "puppy",
+    "cat", "new apartment", "road trip", "cooking class", "yoga", "swimming", "chess",
+    "photography", "concert", "museum", "hiking", "volunteering", "charity run", "startup",
+    "exam", "thesis", "piano", "dance class", "bakery", "podcast", "novel", "surfing",
+    "climbing", "soccer game", "art show", "family dinner", "vacation", "flight", "camera",
+    "bike", "car repair", "doctor visit", "therapy", "meditation", "recipe", "festival",
+)
+_ACTIVITIES = ("went", "planned", "talked about", "finished", "started", "cancelled",
+               "loved", "worried about", "signed up for", "remembered")
+_WHEN = ("yesterday", "last week", "last weekend", "this morning", "two days ago",
+         "last month", "on Friday", "over the summer")
+_TEMPLATES = (
+    "I {act} the {topic} with {person} in {place} {when}.",
+    "{person} told me about the {topic} {when}, it was in {place}.",
+    "Did you hear that {person} {act} the {topic}?",
+    "We {act} the {topic} {when}; {person} and {person2} came along.",
+    "My {topic} in {place} was amazing, {person} took photos.",
+    "{person} is thinking about a {topic} near {place}.",
+    "Honestly the {topic} made me think of {person} and our time in {place}.",
+    "How is {person} doing after the {topic}?",
+    "I {act} my {topic} and {topic2} {when}.",
+    "{person2} recommended a {topic} in {place} to {person}.",
+)
+_QUESTION_TEMPLATES = (
+    "What did {person} do in {place}?",
+    "When did {person} go to the {topic}?",
+    "Who came to the {topic} with {person}?",
+    "What does {person} think about {topic}?",
+    "Where was the {topic}?",
+    "What happened {when} with {person}?",
+)
+
+
+def _name(rng: random.Random, parts: int) -> str:
+    return "".join(rng.choice(_SYLLABLES) for _ in range(parts)).capitalize()
+
+
+def _vocab(seed: int) -> dict[str, list[str]]:
+    rng = random.Random(seed)
+    people = sorted({_name(rng, rng.choice((2, 3))) for _ in range(400)})
+    places = sorted({_name(rng, 2) + rng.choice(_PLACE_SUFFIX) for _ in range(150)})
+    speakers = people[:40]
+    return {"people": people[40:], "places": places, "speakers": speakers}
+
+
+def synthetic_turns(n: int, *, seed: int = 0, session_len: int = 20,
+                    start_ts: float = 1_600_000_000.0) -> list[dict[str, Any]]:
+    """``n`` conversation-like turns (``{"text", "speaker", "timestamp", "id"}``).
+
+    Sessions of ``session_len`` turns between two of 40 recurring speakers, one day apart,
+    two minutes between turns; texts mention recurring people, places and topics, so the
+    offline extractor finds concepts that recur across sessions. Deterministic in ``seed``.
+
+    >>> t = synthetic_turns(3, seed=1)
+    >>> len(t), t[0]["id"], t[0]["text"].startswith(t[0]["speaker"] + ": ")
+    (3, 'syn-0', True)
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InvalidInputError(f"n must be an int >= 0, got {n!r}")
+    voc = _vocab(seed)
+    rng = random.Random(seed + 1)
+    # a Zipf-like preference: a few people, places and topics come up again and again
+    people_w = [1.0 / (r + 1) ** 0.8 for r in range(len(voc["people"]))]
+    place_w = [1.0 / (r + 1) ** 0.8 for r in range(len(voc["places"]))]
+    out = []
+    pair: tuple[str, str] = ("", "")
+    for i in range(n):
+        session, pos = divmod(i, session_len)
+        if pos == 0:
+            pair = tuple(rng.sample(voc["speakers"], 2))  # type: ignore[assignment]
+        speaker = pair[pos % 2]
+        person, person2 = rng.choices(voc["people"], weights=people_w, k=2)
+        text = rng.choice(_TEMPLATES).format(
+            act=rng.choice(_ACTIVITIES), topic=rng.choice(_TOPICS), topic2=rng.choice(_TOPICS),
+            person=person, person2=person2,
+            place=rng.choices(voc["places"], weights=place_w)[0], when=rng.choice(_WHEN))
+        out.append({"text": f"{speaker}: {text}", "speaker": speaker,
+                    "timestamp": start_ts + session * 86_400.0 + pos * 120.0, "id": f"syn-{i}"})
+    return out
+
+
+def synthetic_queries(n: int, *, seed: int = 0) -> list[str]:
+    """``n`` questions about the people, places and topics of :func:`synthetic_turns`."""
+    voc = _vocab(seed)
+    rng = random.Random(seed + 7)
+    return [rng.choice(_QUESTION_TEMPLATES).format(
+        person=rng.choice(voc["people"][:120]), place=rng.choice(voc["places"][:60]),
+        topic=rng.choice(_TOPICS), when=rng.choice(_WHEN)) for _ in range(n)]
+
+
+class HashingEmbedder:
+    """Deterministic, model-free embedder for synthetic benchmark memories.
+
+    Each lower-cased word gets a fixed random unit vector (seeded by its CRC32); a text's
+    embedding is the sum of its words' vectors plus ``noise`` times a random unit vector
+    seeded by the whole text, normalised. Texts sharing words are close, as with a real
+    sentence encoder; the same name always embeds the same (so concepts dedup). Not a
+    semantic model: only for measuring cost.
+    """
+
+    def __init__(self, dim: int = 384, *, noise: float = 0.5) -> None:
+        self.dim = dim
+        self.noise = noise
+        self._words: dict[str, np.ndarray] = {}
+
+    def _unit(self, key: str, salt: int) -> np.ndarray:
+        v = np.random.default_rng([zlib.crc32(key.encode("utf-8")), salt]).standard_normal(self.dim)
+        return v / np.linalg.norm(v)
+
+    def _word(self, w: str) -> np.ndarray:
+        v = self._words.get(w)
+        if v is None:
+            v = self._words[w] = self._unit(w, 1)
+        return v
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float64)
+        for row, text in enumerate(texts):
+            words = [w.strip(".,;:?!'\"()") for w in text.lower().split()]
+            v = self.noise * self._unit(text, 2)
+            for w in words:
+                if w:
+                    v = v + self._word(w)
+            out[row] = v / np.linalg.norm(v)
+        return out.astype(np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+# --------------------------------------------------------------------------------------------
+# measurement helpers
+# --------------------------------------------------------------------------------------------
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB (``getrusage``)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
+
+
+class _BufferedCollection:
+    """Stands in for a memory's active vector collection while it is built: upserts are
+    buffered (last write per id wins) and written in one batch by :meth:`flush`, so the
+    final contents are the same as with the engine's write-per-window. Any read or delete
+    flushes first. The time spent flushing is kept so it can be charged to the windows."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._rows: dict[str, tuple[np.ndarray, str, Any]] = {}
+        self.flush_ms = 0.0
+
+    def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
+               metadatas: Sequence[Any]) -> None:
+        for i, e, d, m in zip(ids, embeddings, documents, metadatas):
+            self._rows.pop(i, None)
+            self._rows[i] = (np.asarray(e, dtype=np.float32), d, m)
+
+    def flush(self) -> None:
+        if not self._rows:
+            return
+        t0 = time.perf_counter()
+        ids = list(self._rows)
+        rows = [self._rows[i] for i in ids]
+        self._rows = {}
+        self.inner.upsert(ids, np.stack([r[0] for r in rows]), [r[1] for r in rows],
+                          [r[2] for r in rows])
+        self.flush_ms += (time.perf_counter() - t0) * 1000.0
+
+    def __getattr__(self, attr: str) -> Any:  # query, get, delete, count: flush, then forward
+        self.flush()
+        return getattr(self.inner, attr)
+
+
+class _WindowTimer:
+    """Wraps a memory's consolidation step to time each window (bench only)."""
+
+    def __init__(self, mem: Any) -> None:
+        self.mem = mem
+        self.inner = mem._consolidate
+        self.times_ms: list[float] = []
+        self.record = False
+        mem._consolidate = self
+
+    def __call__(self, window: list[str]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.inner(window)
+        finally:
+            if self.record:
+                self.times_ms.append((time.perf_counter() - t0) * 1000.0)
+
+    def detach(self) -> None:
+        del self.mem._consolidate  # back to the class's method
+
+
+def _build(n: int, *, seed: int, embedder: Any, config: SynapseConfig,
+           progress: Callable[..., Any] | None, desc: str,
+           turns: list[dict[str, Any]] | None = None) -> tuple[Any, list[float]]:
+    """A fresh throwaway memory holding ``n`` synthetic turns (consolidated); returns it and
+    the consolidation times (ms) of the windows in the last tenth of the build."""
+    from ..core.engine import Synapse
+    from ..storage.chroma import ephemeral_client
+
+    turns = synthetic_turns(n, seed=seed) if turns is None else turns
+    mem = Synapse(None, namespace=desc, config=config, embedder=embedder,
+                  client=ephemeral_client(), snapshot_every=10**9)
+    timer = _WindowTimer(mem)
+    buffered = _BufferedCollection(mem._vectors.active)
+    mem._vectors.active = buffered
+    interval = max(1, config.consolidation_interval or 5)
+    chunk = max(interval, min(5000, len(turns)) // interval * interval)
+    bar = progress(total=len(turns), desc=desc) if progress else None
+    windows_ms: list[float] = []
+    try:
+        last_tenth = len(turns) - max(len(turns) // 10, interval)
+        for s in range(0, len(turns), chunk):
+            part = turns[s:s + chunk]
+            timer.record = s + len(part) > last_tenth
+            before, seen = buffered.flush_ms, len(timer.times_ms)
+            mem.add_turns(part)
+            buffered.flush()  # the concept vectors of this chunk's windows, in one write
+            new = timer.times_ms[seen:]
+            if new:  # charge the batched concept write to the chunk's windows
+                share = (buffered.flush_ms - before) / len(new)
+                windows_ms += [w + share for w in new]
+            if bar is not None:
+                bar.update(len(part))
+        mem.consolidate()
+    finally:
+        buffered.flush()
+        mem._vectors.active = buffered.inner
+        timer.detach()
+        if bar is not None:
+            bar.close()
+    return mem, windows_ms
+
+
+class _Probe:
+    """Per-query inputs prepared outside the timed region."""
+
+    def __init__(self, mem: Any, text: str, q: np.ndarray) -> None:
+        cfg = mem.config
+        c = mem._graph.compiled()
+        dense, _ = mem.search_vectors(q, min(cfg.anchor_top_k, c.n))
+        lexical, _ = mem._bm25.query(text, cfg.anchor_top_k)
+        self.text = text
+        self.q = q
+        self.anchors = np.array(sorted({c.index[i] for i in (*dense, *lexical) if i in c.index}),
+                                dtype=np.int64)
+        sim = c.embeddings[self.anchors] @ q.astype(np.float32)
+        self.a0_values = cfg.alpha * np.clip(sim.astype(np.float64), 0.0, None)
+
+
+def _dispose(mem: Any) -> None:
+    """Close a throwaway memory and drop its in-memory collections (frees their RAM)."""
+    try:
+        mem._vectors.drop()
+    finally:
+        mem.close()
+    gc.collect()
+
+
+def _time_activation(mem: Any, probe: _Probe) -> float:
+    from ..core import dynamics
+
+    cfg = mem.config
+    c = mem._graph.compiled()
+    t0 = time.perf_counter()
+    a0 = np.zeros(c.n)
+    a0[probe.anchors] = probe.a0_values
+    P = c.propagation(use_fan_effect=cfg.use_fan_effect)
+    dynamics.spread_activation(
+        a0, P, iterations=cfg.iterations, spreading_factor=cfg.spreading_factor,
+        decay=cfg.decay if cfg.use_decay else 0.0, inhibition_beta=cfg.inhibition_beta,
+        inhibition_top_m=cfg.inhibition_top_m, gamma=cfg.sigmoid_gamma,
+        theta=cfg.sigmoid_theta, use_inhibition=cfg.use_inhibition, track_parents=True)
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _time_retrieve(mem: Any, probe: _Probe, k: int) -> float:
+    t0 = time.perf_counter()
+    mem.retrieve_by_vector(probe.text, probe.q, k=k)
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _time_dense(mem: Any, probe: _Probe, k: int) -> float:
+    t0 = time.perf_counter()
+    mem.search_vectors(probe.q, k)
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _probes(mem: Any, texts: Sequence[str], vectors: np.ndarray) -> list[_Probe]:
+    return [_Probe(mem, t, v) for t, v in zip(texts, vectors)]
+
+
+_WARMUP = 5
+
+
+def _time_queries(mem: Any, probes: list[_Probe], k: int) -> dict[str, list[float]]:
+    """Interleaved timings (retrieve, dense-only, activation) over every probe, after a
+    short untimed warm-up (the first query builds the BM25 index and compiled arrays)."""
+    for p in probes[:_WARMUP]:
+        _time_retrieve(mem, p, k)
+        _time_dense(mem, p, k)
+        _time_activation(mem, p)
+    out: dict[str, list[float]] = {"retrieve": [], "dense": [], "activation": []}
+    for p in probes:
+        out["retrieve"].append(_time_retrieve(mem, p, k))
+        out["dense"].append(_time_dense(mem, p, k))
+        out["activation"].append(_time_activation(mem, p))
+    return out
+
+
+def _p(values: list[float]) -> dict[str, float]:
+    return {key: round(v, 4) for key, v in percentiles(values).items()}
+
+
+# --------------------------------------------------------------------------------------------
+# real-model measurements
+# --------------------------------------------------------------------------------------------
+def measure_real_model(embedder: Any | None = None, *, sample: int = 512, batch: int = 64,
+                       queries: int = 50, seed: int = 99,
+                       config: SynapseConfig | None = None) -> dict[str, float]:
+    """Ingest throughput and query-embedding latency with the real model (default MiniLM).
+
+    ``ingest_turns_per_s``: ``sample`` synthetic turns written with ``add_turns`` in
+    batches of ``batch`` into a fresh memory (embedding, Chroma, graph and consolidation
+    with the offline extractor, concept names embedded by the model too).
+    ``embed_query_ms``: median time to embed one question text.
+    """
+    from ..core.engine import Synapse
+    from ..embeddings import as_embedder
+
+    emb = as_embedder(embedder)
+    emb.embed_query("warm up the model")
+    turns = synthetic_turns(sample, seed=seed)
+    mem = Synapse(None, namespace="perf-ingest", config=config or SynapseConfig(), embedder=emb,
+                  snapshot_every=10**9)
+    try:
+        t0 = time.perf_counter()
+        for s in range(0, len(turns), batch):
+            mem.add_turns(turns[s:s + batch])
+        mem.consolidate()
+        ingest_s = time.perf_counter() - t0
+    finally:
+        mem.close()
+    times = []
+    for text in synthetic_queries(queries, seed=seed):
+        t0 = time.perf_counter()
+        emb.embed_query(text)
+        times.append((time.perf_counter() - t0) * 1000.0)
+    return {"ingest_turns_per_s": round(len(turns) / ingest_s, 2) if turns else 0.0,
+            "embed_query_ms": round(float(np.median(times)), 4)}
+
+
+# --------------------------------------------------------------------------------------------
+# the runner
+# --------------------------------------------------------------------------------------------
+def run_perf(
+    nodes: Sequence[int] = (1000, 10000, 100000),
+    *,
+    queries: int = 200,
+    progress: Callable[..., Any] | None = None,
+    ingest_sample: int = 512,
+    archive_at: int | None = 10000,
+    archive_share: float = 0.9,
+    real_embedder: Any | None = None,
+    config: SynapseConfig | None = None,
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the performance benchmark; returns the perf.json object.
+
+    ``{"runs": [...]}`` has one entry per size (keys fixed by the benchmark issue), and,
+    when ``archive_at`` is one of ``nodes`` (or below the largest), ``"archive_check"``:
+    the retrieval latency of a memory with ``archive_share`` of its episodes archived
+    against a fresh memory of the same active turns. ``progress`` is called like
+    ``tqdm(total=..., desc=...)``. ``log`` receives one line per finished stage.
+    ``real_embedder`` (default: the packaged MiniLM) is used only for
+    ``ingest_turns_per_s`` and ``embed_query_ms``.
+    """
+    sizes = [int(n) for n in nodes]
+    if not sizes or any(isinstance(n, bool) or n < 1 for n in sizes):
+        raise InvalidInputError(f"node counts must be positive integers, got {list(nodes)!r}")
+    if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
+        raise InvalidInputError(f"queries must be a positive int, got {queries!r}")
+    if not 0.0 < archive_share < 1.0:
+        raise InvalidInputError(f"archive_share must lie in (0, 1), got {archive_share!r}")
+    say = log or (lambda line: logger.info("%s", line))
+    cfg = config or SynapseConfig()
+    k = cfg.top_k
+
+    say(f"real model: ingesting {ingest_sample} turns (batches of 64), timing query embeddings")
+    real = measure_real_model(real_embedder, sample=ingest_sample, config=cfg)
+    say(f"real model: {real['ingest_turns_per_s']:.1f} turns/s ingest, "
+        f"{real['embed_query_ms']:.2f} ms per query embedding")
+
+    embedder = HashingEmbedder(cfg.embedding_dim)
+    texts = synthetic_queries(queries, seed=seed)
+    qvecs = embedder.embed_documents(texts)
+    runs = []
+    for n in sizes:
+        t0 = time.perf_counter()
+        mem, windows = _build(n, seed=seed, embedder=embedder, config=cfg, progress=progress,
+                              desc=f"perf-build-{n}")
+        try:
+            build_s = time.perf_counter() - t0
+            st = mem.stats()
+            t = _time_queries(mem, _probes(mem, texts, qvecs), k)
+            run = {
+                "nodes": n,
+                "edges": int(st["edges"]),
+                "synthetic": True,
+                "retrieve_ms": _p(t["retrieve"]),
+                "dense_only_ms": _p(t["dense"]),
+                "activation_ms": _p(t["activation"]),
+                "ingest_turns_per_s": real["ingest_turns_per_s"],
+                "consolidate_ms_per_window": round(float(np.mean(windows)), 4) if windows else 0.0,
+                "embed_query_ms": real["embed_query_ms"],
+                "peak_rss_mb": round(peak_rss_mb(), 1),
+            }
+            runs.append(run)
+            say(f"{n} episodes, {st['concepts']} concepts, {st['edges']} edges: built in "
+                f"{build_s:.1f}s ({n / build_s:.0f} turns/s, synthetic vectors); retrieve p50 "
+                f"{run['retrieve_ms']['p50']:.2f} ms, dense-only {run['dense_only_ms']['p50']:.2f} "
+                f"ms, activation {run['activation_ms']['p50']:.2f} ms")
+        finally:
+            _dispose(mem)
+            del mem
+
+    out: dict[str, Any] = {"runs": runs}
+    if archive_at:
+        out["archive_check"] = archive_check(
+            archive_at, share=archive_share, texts=texts, qvecs=qvecs, embedder=embedder,
+            config=cfg, progress=progress, seed=seed)
+        a = out["archive_check"]
+        say(f"archive check: {a['archived_nodes']} archived + {a['active_nodes']} active nodes: "
+            f"retrieve p50 {a['with_archive_ms']['p50']:.2f} ms vs "
+            f"{a['fresh_ms']['p50']:.2f} ms for a fresh memory of the same active turns "
+            f"(ratio {a['ratio_p50']:.2f})")
+    return out
+
+
+def archive_check(n: int, *, share: float, texts: Sequence[str], qvecs: np.ndarray,
+                  embedder: Any, config: SynapseConfig,
+                  progress: Callable[..., Any] | None = None, seed: int = 0) -> dict[str, Any]:
+    """Retrieval latency with many archived nodes vs. without any, same active content.
+
+    Builds ``n`` turns, archives the oldest ``share`` of the episodes plus the concepts
+    that no remaining episode links to, and times retrieval against a fresh memory built
+    from the remaining (newest) turns only; timings interleaved on the same queries.
+    """
+    turns = synthetic_turns(n, seed=seed)
+    keep_from = int(round(n * share))
+    big, _ = _build(n, seed=seed, embedder=embedder, config=config, progress=progress,
+                    desc=f"perf-archive-{n}", turns=turns)
+    small = None
+    try:
+        g = big.graph
+        old = {t["id"] for t in turns[:keep_from]}
+        doomed = [t["id"] for t in turns[:keep_from] if t["id"] in g]
+        for node, d in g.nodes(data=True):
+            if d["kind"] == "concept":
+                nbrs = set(g.predecessors(node)) | set(g.successors(node))
+                if not any(g.nodes[m]["kind"] == "episode" and m not in old for m in nbrs):
+                    doomed.append(node)
+        big.archive(doomed)
+        small, _ = _build(n - keep_from, seed=seed, embedder=embedder, config=config,
+                          progress=progress, desc=f"perf-fresh-{n - keep_from}",
+                          turns=turns[keep_from:])
+        k = config.top_k
+        pb, ps = _probes(big, texts, qvecs), _probes(small, texts, qvecs)
+        for p, q in zip(pb[:_WARMUP], ps[:_WARMUP]):
+            _time_retrieve(big, p, k)
+            _time_retrieve(small, q, k)
+        tb, ts, db, ds = [], [], [], []
+        for p, q in zip(pb, ps):
+            tb.append(_time_retrieve(big, p, k))
+            ts.append(_time_retrieve(small, q, k))
+            db.append(_time_dense(big, p, k))
+            ds.append(_time_dense(small, q, k))
+        with_archive, fresh = _p(tb), _p(ts)
+        return {
+            "nodes": n,
+            "archived_nodes": len(big.archived()),
+            "active_nodes": len(big.graph),
+            "fresh_active_nodes": len(small.graph),
+            "with_archive_ms": with_archive,
+            "fresh_ms": fresh,
+            "dense_with_archive_ms": _p(db),
+            "dense_fresh_ms": _p(ds),
+            "ratio_p50": round(with_archive["p50"] / fresh["p50"], 4),
+        }
+    finally:
+        _dispose(big)
+        if small is not None:
+            _dispose(small)
+
+
+def format_perf_table(results: dict[str, Any]) -> str:
+    """A readable table of a perf.json object (latencies in ms, p50/p95)."""
+    lines = []
+    runs = results["runs"]
+    synthetic = any(r["synthetic"] for r in runs)
+    lines.append(f"{'nodes':>8} {'edges':>8} {'retrieve p50/p95':>17} {'dense p50/p95':>15} "
+                 f"{'activ. p50/p95':>15} {'ret/dense':>9} {'consol ms/win':>13} {'RSS MB':>8}")
+    for r in runs:
+        def pair(key: str) -> str:
+            return f"{r[key]['p50']:.2f}/{r[key]['p95']:.2f}"
+        ratio = r["retrieve_ms"]["p50"] / r["dense_only_ms"]["p50"] if r["dense_only_ms"]["p50"] else 0
+        lines.append(f"{r['nodes']:>8} {r['edges']:>8} {pair('retrieve_ms'):>17} "
+                     f"{pair('dense_only_ms'):>15} {pair('activation_ms'):>15} {ratio:>9.2f} "
+                     f"{r['consolidate_ms_per_window']:>13.2f} {r['peak_rss_mb']:>8.0f}")
+    if runs:
+        lines.append(f"real model (all-MiniLM-L6-v2): ingest {runs[0]['ingest_turns_per_s']:.1f} "
+                     f"turns/s (batched, fixed sample), query embedding "
+                     f"{runs[0]['embed_query_ms']:.2f} ms")
+    if synthetic:
+        lines.append("synthetic: memories built from generated turns with hashed unit vectors "
+                     "(not the real model); see docs/benchmarks.md")
+    a = results.get("archive_check")
+    if a:
+        lines.append(f"archive check at {a['nodes']} turns: {a['archived_nodes']} archived + "
+                     f"{a['active_nodes']} active nodes -> retrieve p50 "
+                     f"{a['with_archive_ms']['p50']:.2f} ms; fresh memory of "
+                     f"{a['fresh_active_nodes']} active nodes -> {a['fresh_ms']['p50']:.2f} ms "
+                     f"(ratio {a['ratio_p50']:.2f}); dense-only "
+                     f"{a['dense_with_archive_ms']['p50']:.2f} vs {a['dense_fresh_ms']['p50']:.2f} ms")
+    return "\n".join(lines)

@@ -1,0 +1,189 @@
+"""``synapse bench perf``: the perf.json contract on a tiny run, and its helpers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from synapse_integrations.bench.perf import (
+    HashingEmbedder,
+    _BufferedCollection,
+    format_perf_table,
+    peak_rss_mb,
+    run_perf,
+    synthetic_queries,
+    synthetic_turns,
+)
+from synapse_integrations.cli import main
+from synapse_integrations.core.extraction import OfflineExtractor
+from synapse_integrations.types import Turn
+
+RUN_KEYS = {"nodes", "edges", "synthetic", "retrieve_ms", "dense_only_ms", "activation_ms",
+            "ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms", "peak_rss_mb"}
+LATENCIES = ("retrieve_ms", "dense_only_ms", "activation_ms")
+
+
+def check_perf_json(res: dict, sizes: list[int]) -> None:
+    assert [r["nodes"] for r in res["runs"]] == sizes
+    for r in res["runs"]:
+        assert set(r) == RUN_KEYS
+        assert type(r["nodes"]) is int and type(r["edges"]) is int and r["edges"] > r["nodes"]
+        assert r["synthetic"] is True
+        for key in LATENCIES:
+            assert set(r[key]) == {"p50", "p95"}
+            assert all(isinstance(v, float) for v in r[key].values())
+            assert 0.0 < r[key]["p50"] <= r[key]["p95"]
+        # the activation step is part of the full retrieval
+        assert r["activation_ms"]["p50"] < r["retrieve_ms"]["p50"]
+        for key in ("ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms",
+                    "peak_rss_mb"):
+            assert isinstance(r[key], float) and r[key] > 0.0, key
+    # measured once per invocation (documented): the same in every run
+    assert len({r["ingest_turns_per_s"] for r in res["runs"]}) == 1
+    assert res["runs"][-1]["peak_rss_mb"] >= res["runs"][0]["peak_rss_mb"]
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+def test_synthetic_turns_are_deterministic_sessions() -> None:
+    turns = synthetic_turns(45, seed=3)
+    assert turns == synthetic_turns(45, seed=3)
+    assert turns != synthetic_turns(45, seed=4)
+    assert [t["id"] for t in turns[:3]] == ["syn-0", "syn-1", "syn-2"]
+    # sessions of 20 turns, 2 minutes apart, one day between sessions
+    assert turns[1]["timestamp"] - turns[0]["timestamp"] == 120.0
+    assert turns[20]["timestamp"] - turns[0]["timestamp"] == 86_400.0
+    assert turns[41]["timestamp"] - turns[40]["timestamp"] == 120.0
+    # two alternating speakers per session, and the text starts with the speaker
+    assert turns[0]["speaker"] == turns[2]["speaker"] != turns[1]["speaker"]
+    assert all(t["text"].startswith(t["speaker"] + ": ") for t in turns)
+    assert synthetic_turns(0) == []
+    with pytest.raises(ValueError):
+        synthetic_turns(-1)
+
+
+def test_synthetic_turns_give_the_offline_extractor_recurring_concepts() -> None:
+    turns = synthetic_turns(200, seed=0)
+    ex = OfflineExtractor()
+    names: dict[str, int] = {}
+    for s in range(0, 200, 5):
+        window = [Turn(t["id"], t["text"], t["speaker"]) for t in turns[s:s + 5]]
+        for c in ex.extract(window).concepts:
+            names[c.name] = names.get(c.name, 0) + 1
+    recurring = [n for n, count in names.items() if count >= 3]
+    assert len(recurring) >= 10  # speakers, people and topics come back across windows
+
+
+def test_synthetic_queries() -> None:
+    qs = synthetic_queries(7, seed=1)
+    assert len(qs) == 7 and all(q.endswith("?") for q in qs)
+    assert qs == synthetic_queries(7, seed=1)
+
+
+def test_hashing_embedder_unit_rows_and_word_overlap() -> None:
+    emb = HashingEmbedder(dim=64, noise=0.5)
+    m = emb.embed_documents(["Dana went skiing in Whistler", "Dana went skiing in Whistler",
+                             "Dana loves skiing", "a quiet evening at home"])
+    assert m.dtype == np.float32 and m.shape == (4, 64)
+    np.testing.assert_allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(m[0], m[1])  # deterministic
+    assert m[0] @ m[2] > m[0] @ m[3] + 0.2  # shared words make texts close
+    # a name embeds the same every time (concept dedup works on synthetic memories)
+    np.testing.assert_array_equal(emb.embed_query("Dana"), HashingEmbedder(dim=64).embed_query("Dana"))
+
+
+class _FakeCollection:
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], np.ndarray, list[str], list[dict]]] = []
+
+    def upsert(self, ids, embeddings, documents, metadatas) -> None:
+        self.calls.append((list(ids), np.asarray(embeddings), list(documents), list(metadatas)))
+
+    def count(self) -> int:
+        return sum(len(c[0]) for c in self.calls)
+
+
+def test_buffered_collection_keeps_the_last_write_and_flushes_before_reads() -> None:
+    inner = _FakeCollection()
+    buf = _BufferedCollection(inner)
+    buf.upsert(["a", "b"], np.eye(2), ["A", "B"], [{"k": 1}, {"k": 2}])
+    buf.upsert(["a"], np.array([[0.0, 2.0]]), ["A2"], [{"k": 3}])
+    assert inner.calls == []
+    assert buf.count() == 2  # a read flushes first: one batched write
+    ids, embs, docs, metas = inner.calls[0]
+    assert len(inner.calls) == 1
+    assert ids == ["b", "a"] and docs == ["B", "A2"] and metas == [{"k": 2}, {"k": 3}]
+    np.testing.assert_array_equal(embs, [[0.0, 1.0], [0.0, 2.0]])
+    buf.flush()  # nothing pending: no write
+    assert len(inner.calls) == 1 and buf.flush_ms >= 0.0
+
+
+def _run(nodes: int, p50s: tuple[float, float, float]) -> dict:
+    r, d, a = p50s
+    return {"nodes": nodes, "edges": 10 * nodes, "synthetic": True,
+            "retrieve_ms": {"p50": r, "p95": 2 * r}, "dense_only_ms": {"p50": d, "p95": 2 * d},
+            "activation_ms": {"p50": a, "p95": 2 * a}, "ingest_turns_per_s": 120.0,
+            "consolidate_ms_per_window": 3.5, "embed_query_ms": 8.25, "peak_rss_mb": 700.0}
+
+
+def test_format_perf_table() -> None:
+    res = {"runs": [_run(1000, (6.0, 3.0, 1.0)), _run(10000, (9.0, 6.0, 2.0))],
+           "archive_check": {"nodes": 1000, "archived_nodes": 950, "active_nodes": 150,
+                             "fresh_active_nodes": 148, "with_archive_ms": {"p50": 5.0, "p95": 6.0},
+                             "fresh_ms": {"p50": 4.0, "p95": 5.0},
+                             "dense_with_archive_ms": {"p50": 2.0, "p95": 3.0},
+                             "dense_fresh_ms": {"p50": 1.0, "p95": 2.0}, "ratio_p50": 1.25}}
+    table = format_perf_table(res)
+    lines = table.splitlines()
+    assert "1000" in lines[1] and "6.00/12.00" in lines[1] and "2.00" in lines[1]  # 6 / 3
+    assert "1.50" in lines[2]  # 9 / 6
+    assert "120.0 turns/s" in table and "8.25 ms" in table
+    assert "synthetic" in table and "ratio 1.25" in table
+
+
+def test_peak_rss_is_positive() -> None:
+    assert peak_rss_mb() > 10.0
+
+
+@pytest.mark.parametrize("kwargs", [{"nodes": []}, {"nodes": [0]}, {"queries": 0},
+                                    {"archive_share": 1.0}])
+def test_run_perf_rejects_bad_arguments(kwargs) -> None:
+    args = {"nodes": [10], **kwargs}
+    with pytest.raises(ValueError):
+        run_perf(args.pop("nodes"), real_embedder=HashingEmbedder(), **args)
+
+
+# --------------------------------------------------------------------------------------------
+# end to end
+# --------------------------------------------------------------------------------------------
+def test_run_perf_tiny_without_the_model() -> None:
+    # the hashed embedder stands in for the real model: the whole pipeline in seconds
+    lines: list[str] = []
+    res = run_perf([60, 150], queries=8, ingest_sample=20, archive_at=100,
+                   real_embedder=HashingEmbedder(), log=lines.append)
+    check_perf_json(res, [60, 150])
+    a = res["archive_check"]
+    assert a["archived_nodes"] >= 90 and a["active_nodes"] < 60
+    assert a["fresh_active_nodes"] > 0 and a["ratio_p50"] > 0
+    assert any("archive check" in line for line in lines)
+    json.dumps(res)  # JSON-ready
+
+
+@pytest.mark.model
+def test_bench_perf_cli_end_to_end(tmp_path, capsys) -> None:
+    out = tmp_path / "perf.json"
+    rc = main(["bench", "perf", "--nodes", "200", "--queries", "10", "--ingest-sample", "32",
+               "--archive-at", "0", "--no-progress", "--out", str(out),
+               "--plot", str(tmp_path / "plots")])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert set(res) == {"runs"}
+    check_perf_json(res, [200])
+    printed = capsys.readouterr().out
+    assert "synthetic" in printed and "turns/s" in printed
+    assert (tmp_path / "plots" / "perf_latency.png").stat().st_size > 1000
