@@ -1,7 +1,7 @@
 """LangGraph adapter: memory nodes for any ``StateGraph`` and a SYNAPSE-backed ``BaseStore``.
 Needs ``pip install 'synapse-integrations[langgraph]'``.
 
->>> from synapse_integrations.langgraph import SynapseMemoryNodes, SynapseStore
+>>> from synapse_integrations.langgraph import EnginePool, SynapseMemoryNodes, SynapseStore
 >>> memory = SynapseMemoryNodes(EnginePool("./memory"))       # doctest: +SKIP
 >>> builder.add_node("recall", memory.recall)                 # doctest: +SKIP
 >>> builder.add_node("record", memory.record)                 # doctest: +SKIP

@@ -77,8 +77,7 @@ class SynapseMemoryNodes:
 
     >>> from langgraph.graph import StateGraph, START, END
     >>> from langgraph.checkpoint.memory import InMemorySaver
-    >>> from synapse_integrations._adapter_utils import EnginePool
-    >>> from synapse_integrations.langgraph import SynapseMemoryNodes, SynapseMemoryState
+    >>> from synapse_integrations.langgraph import EnginePool, SynapseMemoryNodes, SynapseMemoryState
     >>> memory = SynapseMemoryNodes(EnginePool("./memory"), k=5)            # doctest: +SKIP
     >>> builder = StateGraph(SynapseMemoryState)                             # doctest: +SKIP
     >>> builder.add_node("recall", memory.recall)                            # doctest: +SKIP

@@ -263,7 +263,7 @@ class SynapseStore(BaseStore):
                        "indexed": op.index is not False}
                 index = op.index if isinstance(op.index, list) else None
                 turns.append({"text": self._text(value, index), "id": _node_id(op.key),
-                              "timestamp": now, "speaker": op.key, "metadata": {_META: rec}})
+                              "timestamp": now, "metadata": {_META: rec}})
             if doomed:
                 engine.forget(ids=doomed)
             if turns:
