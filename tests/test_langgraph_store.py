@@ -321,3 +321,15 @@ def test_persists_across_reopen(tmp_path, embedder, store):
         assert s.get(("memories", "sam"), "job") is None
         assert len(s.search(("memories",), limit=100)) == len(FACTS) - 1
         assert s.search(("memories",), query="Where did Sam go skiing?", limit=1)[0].key == "ski"
+
+
+@synapse_only
+def test_batch_checks_labels_of_ops_passed_directly(store):
+    # BaseStore's methods validate namespaces, but ops given to batch() skip them; a "." would
+    # otherwise alias ("a", "b") through the namespace mapping
+    store.put(("a", "b"), "k", {"text": "v"})
+    for op in (GetOp(("a.b",), "k"), PutOp(("a.b",), "k", {"text": "x"}), SearchOp(("a.b",)),
+               ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("a.b",)),))):
+        with pytest.raises(InvalidNamespaceError):
+            store.batch([op])
+    assert store.list_namespaces() == [("a", "b")]

@@ -39,7 +39,6 @@ from langgraph.store.base import (  # noqa: E402
     SearchOp,
     get_text_at_path,
     tokenize_path,
-    validate_op_namespace,
 )
 
 __all__ = ["SynapseStore"]
@@ -85,6 +84,16 @@ def _compare(actual: Any, expected: Any) -> bool:
 
 def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
     return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
+
+
+def _check_labels(namespace: Sequence[Any]) -> None:
+    """LangGraph's label rules (non-empty strings without ``.`` or NUL), also for ops passed
+    straight to ``batch``: a ``.`` would break the reversible namespace mapping."""
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"invalid namespace label {label!r} in {tuple(namespace)}: labels must be non-empty "
+                "strings without '.' or NUL")
 
 
 def _namespace_matches(ns: tuple[str, ...], condition: MatchCondition) -> bool:
@@ -273,7 +282,13 @@ class SynapseStore(BaseStore):
         """Run ``ops`` in order (consecutive puts are applied together, last write wins)."""
         ops = list(ops)
         for op in ops:
-            validate_op_namespace(op)
+            if isinstance(op, (GetOp, PutOp)):
+                _check_labels(op.namespace)
+            elif isinstance(op, SearchOp):
+                _check_labels(op.namespace_prefix)
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    _check_labels(condition.path)
             if isinstance(op, PutOp) and not op.namespace:
                 raise InvalidNamespaceError("Namespace cannot be empty.")
             if isinstance(op, PutOp) and op.namespace[0] == "langgraph":
