@@ -106,6 +106,21 @@ async def test_messages_state_graph_recalls_and_records(tmp_path, embedder):
     pool.close()
 
 
+def test_synapse_memory_state_keeps_memories_and_message(tmp_path, embedder):
+    with Synapse(tmp_path, embedder=embedder) as mem:
+        mem.add_turns(demo_turns(10))
+        question = "Whistler ski trip with Dana"
+        direct = mem.retrieve(question, k=3)
+        out = build(SynapseMemoryNodes(mem, k=3), FakeListChatModel(responses=["ok"]),
+                    state=SynapseMemoryState).invoke({"messages": [HumanMessage(question)]})
+        assert out["memory_rejected"] is direct.rejected
+        assert [m["id"] for m in out["memories"]] == [it.id for it in direct.accepted]
+        memo = out["messages"][-2]
+        assert memo.id.startswith(MEMORY_MESSAGE_ID)
+        for m in out["memories"]:  # the same memories, as text, in the system message
+            assert m["text"] in memo.content
+
+
 class MyState(TypedDict):
     """A user's own schema: other key names, memories kept apart from the messages."""
 
