@@ -194,7 +194,8 @@ for m in out["messages"]:
     print(f"{m.type:>5}: {m.content or m.tool_calls}")'''),
     new_code_cell('''\
 print("system prompt of the last model call:\\n")
-print(agent_model.prompts[-1][0].content if agent_model.prompts else "(real model: not recorded)")
+prompts = getattr(agent_model, "prompts", None)     # only the fake model records them
+print(prompts[-1][0].content if prompts else "(real model: not recorded)")
 print("\\nrecorded in sam's memory:", pool.get("user_id=sam").stats()["episodes"], "episodes")'''),
     new_code_cell('''\
 pool.close()
