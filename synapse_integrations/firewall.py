@@ -95,9 +95,12 @@ def _digits(s: str) -> str:
     return "".join(ch for ch in s if ch.isdigit())
 
 
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+
+
 def _phone_ok(s: str) -> bool:
     n = len(_digits(s))
-    return 10 <= n <= 15
+    return 10 <= n <= 15 and not _IPV4.fullmatch(s)  # 192.168.10.254 is not a phone
 
 
 def _card_ok(s: str) -> bool:

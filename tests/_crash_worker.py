@@ -9,13 +9,16 @@ directory lock; the kill is a real ``SIGKILL`` (no cleanup, no atexit, no flush)
 Server protocol (one line each way on stdin/stdout):
 
 - ``run <memory dir> <log file> <first turn number> <fsync delay s>`` -> ``pid <child pid>``
+- ``forget <memory dir> <log file> <speaker> <fsync delay s>`` -> ``pid <child pid>``
 - ``reap <pid>`` -> ``reaped <pid> <raw wait status>``
 - ``quit``
 
 A child appends to ``<log file>`` (unbuffered, so nothing is lost when it dies):
 ``BEGIN chroma`` / ``END chroma`` around every Chroma upsert, ``BEGIN snap`` /
 ``END snap`` around every snapshot write, and ``ID <id> <n>`` right *after*
-``add_turn`` returned for turn ``n``. It runs until it is killed.
+``add_turn`` returned for turn ``n``. It runs until it is killed. A ``forget`` child logs
+``BEGIN <phase>`` / ``END <phase>`` around each phase of ``forget(speaker=...)`` (journal,
+apply, finish, scrub), then ``DONE``, and waits to be killed.
 """
 
 from __future__ import annotations
@@ -101,6 +104,37 @@ def _child(path: str, log_path: str, first: int, fsync_delay: float) -> None:
         n += 1
 
 
+def _forget_child(path: str, log_path: str, speaker: str, fsync_delay: float) -> None:
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def emit(line: str) -> None:
+        os.write(log, (line + "\n").encode())
+
+    def traced(owner, name: str, phase: str) -> None:
+        real = getattr(owner, name)
+
+        def run(*args, **kwargs):
+            emit(f"BEGIN {phase}")
+            out = real(*args, **kwargs)
+            emit(f"END {phase}")
+            return out
+
+        setattr(owner, name, run)
+
+    traced(Synapse, "_write_forget_journal", "journal")
+    traced(Synapse, "_apply_forget", "apply")
+    traced(Synapse, "_finish_forget", "finish")
+    traced(chroma_mod.ChromaVectors, "scrub", "scrub")
+    if fsync_delay > 0:
+        snap_mod.os = _SlowFsyncOs(fsync_delay)
+    mem = Synapse(path, embedder=HashEmbedder())
+    emit("OPEN")
+    mem.forget(speaker=speaker)
+    emit("DONE")
+    while True:
+        time.sleep(1)
+
+
 def main() -> None:
     for line in sys.stdin:
         cmd = line.split()
@@ -115,6 +149,18 @@ def main() -> None:
                 try:
                     _child(path, log_path, first, delay)
                 except BaseException as exc:  # an error is a test failure: say it in the log
+                    with open(log_path, "a") as fh:
+                        fh.write(f"ERROR {type(exc).__name__}: {exc}\n")
+                finally:
+                    os._exit(1)
+            print(f"pid {pid}", flush=True)
+        elif cmd[0] == "forget":
+            path, log_path, speaker, delay = cmd[1], cmd[2], cmd[3], float(cmd[4])
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    _forget_child(path, log_path, speaker, delay)
+                except BaseException as exc:
                     with open(log_path, "a") as fh:
                         fh.write(f"ERROR {type(exc).__name__}: {exc}\n")
                 finally:

@@ -9,11 +9,7 @@ chromadb once serves every restart); see that file for the protocol.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,42 +20,10 @@ from synapse_integrations import Synapse
 from synapse_integrations.errors import NodeNotFoundError
 
 from _crash_worker import turn_text
-from _safety_helpers import HashEmbedder
+from _safety_helpers import ForkServer, HashEmbedder
 
-WORKER = Path(__file__).with_name("_crash_worker.py")
 MODES = ("snap", "chroma", "random")
 ROUNDS = 24  # 8 per mode
-
-
-class ForkServer:
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
-
-    def _ask(self, line: str) -> str:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        reply = self.proc.stdout.readline()
-        if not reply:
-            raise RuntimeError(f"the crash worker server died (exit {self.proc.wait()})")
-        return reply.strip()
-
-    def run(self, path: Path, log: Path, first: int, fsync_delay: float) -> int:
-        return int(self._ask(f"run {path} {log} {first} {fsync_delay}").split()[1])
-
-    def kill(self, pid: int) -> None:
-        os.kill(pid, signal.SIGKILL)
-        status = int(self._ask(f"reap {pid}").split()[2])
-        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, \
-            f"the writer ended on its own (status {status}) instead of being killed"
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.write("quit\n")
-            self.proc.stdin.close()
-            self.proc.wait(timeout=10)
-        except Exception:
-            self.proc.kill()
 
 
 def _read_lines(log: Path) -> list[str]:

@@ -15,6 +15,7 @@ forgetting, archiving and persistence, each with an ``a``-prefixed async twin.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import logging
@@ -85,6 +86,8 @@ def validate_namespace(namespace: Any) -> str:
         raise NamespaceError(f"namespace is {len(namespace)} characters; at most {MAX_NAMESPACE_LEN}")
     if _CONTROL_RE.search(namespace):
         raise NamespaceError("namespace must not contain control characters")
+    if not _utf8_ok(namespace):
+        raise NamespaceError("namespace is not valid Unicode (it holds a lone surrogate)")
     return namespace
 
 
@@ -96,9 +99,21 @@ def namespace_dirname(namespace: str) -> str:
     return f"{slug}-{hashlib.sha256(namespace.encode('utf-8')).hexdigest()[:16]}"
 
 
+_MIN_EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
+_MAX_EPOCH = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+
+
 def to_epoch(timestamp: Any) -> float:
     """Seconds since the epoch (UTC) for a datetime, an epoch number or an ISO 8601 string.
-    Naive datetimes are taken as UTC."""
+    Naive datetimes are taken as UTC. Times outside the years 1-9999 (UTC) are refused:
+    they could not be turned back into a datetime."""
+    ts = _to_epoch(timestamp)
+    if not _MIN_EPOCH <= ts <= _MAX_EPOCH:
+        raise InvalidInputError(f"timestamp {timestamp!r} is outside the years 1-9999 (UTC)")
+    return ts
+
+
+def _to_epoch(timestamp: Any) -> float:
     if isinstance(timestamp, bool):
         raise InvalidTypeError("timestamp must be a datetime, an ISO 8601 string or epoch seconds, not bool")
     if isinstance(timestamp, datetime):
@@ -110,7 +125,7 @@ def to_epoch(timestamp: Any) -> float:
         return float(timestamp)
     if isinstance(timestamp, str):
         try:
-            return to_epoch(datetime.fromisoformat(timestamp.strip().replace("Z", "+00:00")))
+            return _to_epoch(datetime.fromisoformat(timestamp.strip().replace("Z", "+00:00")))
         except ValueError:
             raise InvalidInputError(f"timestamp {timestamp!r} is not ISO 8601") from None
     raise InvalidTypeError(
@@ -120,6 +135,20 @@ def to_epoch(timestamp: Any) -> float:
 
 def from_epoch(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def _stored_config(data: Any, *, warn: bool = True) -> SynapseConfig:
+    """The config saved with a snapshot. Fields this version does not know (written by a
+    newer version) are ignored with a warning instead of making the memory unreadable."""
+    if isinstance(data, Mapping):
+        known = {f.name for f in dataclasses.fields(SynapseConfig)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            if warn:
+                logger.warning("the snapshot's config has field(s) this version does not know, "
+                               "ignored: %s", ", ".join(map(str, unknown)))
+            data = {k: v for k, v in data.items() if k in known}
+    return SynapseConfig.from_dict(data)
 
 
 MAX_TEXT_CHARS = 100_000
@@ -225,6 +254,7 @@ class Synapse:
         self.snapshot_every = max(1, snapshot_every)
         self._needs_repair = False
         self._recovered: set[str] = set()  # ids re-attached by a repair: a retried add is a no-op
+        self._unconfirmed: dict[str, tuple[Any, ...]] = {}  # id -> content of a failed write
         self._owns_client = client is None  # an embedded client we made is closed by close()
         self._client: Any = None
         self._dirlock = DirectoryLock(self.path).acquire()  # MemoryLockedError in a 2nd process
@@ -247,7 +277,7 @@ class Synapse:
             raise UnknownNamespaceError(
                 f"no memory named {namespace!r} under {self.path} (pass create=True to start one)"
             )
-        stored_cfg = SynapseConfig.from_dict(loaded[0]["config"]) if loaded else None
+        stored_cfg = _stored_config(loaded[0]["config"]) if loaded else None
         self.config = config or stored_cfg or SynapseConfig()
         if stored_cfg and stored_cfg.embedding_dim != self.config.embedding_dim:
             raise InvalidInputError(
@@ -270,6 +300,7 @@ class Synapse:
         self._window_active: set[str] = set()
         self._stale_pagerank = False  # PageRank is refreshed once after consolidation windows
         self._restore_state(loaded)
+        self._vectors.clear_index_slack()  # Chroma may have just rewritten its HNSW files
 
     # ------------------------------------------------------------------------------------
     # opening, saving, closing
@@ -286,7 +317,7 @@ class Synapse:
             raise SnapshotError(f"snapshot belongs to namespace {manifest.get('namespace')!r}, "
                                 f"not {self.namespace!r}")
         try:
-            SynapseConfig.from_dict(manifest.get("config"))
+            _stored_config(manifest.get("config"), warn=False)
         except Exception as exc:  # any malformed config is a bad snapshot
             raise SnapshotError(f"snapshot config is unusable: {exc}") from None
         try:
@@ -590,6 +621,8 @@ class Synapse:
         try:
             if self._owns_client and self._client is not None:
                 close_client(self._client)
+                if getattr(self, "_vectors", None) is not None:
+                    self._vectors.clear_index_slack()  # at rest, no stale heap bytes on disk
         finally:
             self._dirlock.release()
 
@@ -638,11 +671,10 @@ class Synapse:
             if self._needs_repair:  # an earlier storage error left the stores out of step
                 self.repair()
             # a retry of a write whose reply was lost (re-attached by repair) is a no-op
-            again = [r for r in rows if r["id"] in self._recovered and r["id"] in self._graph
-                     and self._graph.g.nodes[r["id"]]["text"] == r["text"]]
-            if len(again) == len(rows):
-                return [r["id"] for r in rows]
-            rows = [r for r in rows if r not in again]
+            result = [self._retried(r) for r in rows]
+            rows = [r for r, hit in zip(rows, result) if hit is None]
+            if not rows:
+                return [h for h in result if h is not None]
             ids = [r["id"] for r in rows]
             taken = [i for i in ids if i in self._graph or i in self._graph.archive]
             if taken or len(set(ids)) != len(ids):
@@ -659,10 +691,14 @@ class Synapse:
                 )
             except StorageError:
                 self._needs_repair = True  # the server may have applied it before failing
+                for r in rows:  # remembered so that a retry does not store them twice
+                    self._unconfirmed[r["id"]] = self._signature(r)
+                while len(self._unconfirmed) > 10_000:
+                    del self._unconfirmed[next(iter(self._unconfirmed))]
                 raise
             # the turns are durable now; a storage failure while consolidating must not
             # look like a failed write (the caller would retry and duplicate them)
-            failed: StorageError | None = None
+            failed: StorageError | ExtractionError | None = None
             n = self.config.consolidation_interval
             for r, h in zip(rows, embs):
                 self._link_episode(r["id"], h, text=r["text"], speaker=r["speaker"], ts=r["ts"],
@@ -671,7 +707,7 @@ class Synapse:
                     pending = list(self._pending)
                     try:
                         self._consolidate(self._pending[:n])
-                    except StorageError as exc:
+                    except (StorageError, ExtractionError) as exc:
                         self._pending = pending  # the window is retried at the next write
                         failed = exc
             if failed is None:
@@ -680,10 +716,34 @@ class Synapse:
                 except StorageError as exc:
                     failed = exc
             if failed is not None:
-                self._needs_repair = True
+                self._needs_repair = isinstance(failed, StorageError) or self._needs_repair
                 logger.warning("turns stored, but consolidation/snapshot failed (retried on the "
                                "next write; repair() fixes the stores): %s", failed)
-            return [r["id"] for r in again] + ids
+            fresh = iter(ids)
+            return [h if h is not None else next(fresh) for h in result]
+
+    @staticmethod
+    def _signature(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        # what identifies a retried turn that had no explicit id (a defaulted timestamp
+        # differs between attempts, so it is left out)
+        return (r["text"], r["speaker"], json.dumps(r["metadata"], sort_keys=True),
+                None if r["auto_ts"] else r["ts"])
+
+    def _retried(self, r: Mapping[str, Any]) -> str | None:
+        """The id under which this turn is already stored if it repeats a write that
+        failed with a :class:`StorageError` but reached Chroma anyway (re-attached by
+        repair): by its explicit id, or, without one, by identical content."""
+        node = self._graph.g.nodes.get(r["id"]) if r["id"] in self._recovered else None
+        if node is not None and node.get("text") == r["text"]:
+            self._unconfirmed.pop(r["id"], None)
+            return r["id"]
+        if r["auto_id"] and self._unconfirmed:
+            sig = self._signature(r)
+            for uid, s in self._unconfirmed.items():
+                if s == sig and uid in self._recovered and uid in self._graph:
+                    del self._unconfirmed[uid]
+                    return uid
+        return None
 
     def _after_windows(self) -> None:
         if self._stale_pagerank:
@@ -751,7 +811,8 @@ class Synapse:
         if speaker is not None:
             speaker = fw.check_value(speaker, what="speaker")
         metadata = fw.check_value(metadata, what="turn metadata")
-        return {"text": text, "speaker": speaker, "ts": ts, "metadata": metadata, "id": node_id}
+        return {"text": text, "speaker": speaker, "ts": ts, "metadata": metadata, "id": node_id,
+                "auto_id": turn.get("id") is None, "auto_ts": turn.get("timestamp") is None}
 
     def _link_episode(self, node_id: str, vector: np.ndarray, *, text: str, speaker: str | None,
                       ts: float | None, ingest_ts: float | None, metadata: dict[str, Any],
@@ -812,6 +873,7 @@ class Synapse:
         try:
             extraction = self._extractor.extract(turns)
         except Exception as exc:
+            self._pending = list(window) + self._pending  # the window is not lost: retried later
             raise ExtractionError(f"concept extraction failed: {exc}") from exc
         concepts: list[Concept] = []
         seen: set[str] = set()
@@ -1110,7 +1172,9 @@ class Synapse:
     ) -> list[str]:
         """Remove episodes for good: by ids, speaker, event-time range [since, until),
         metadata equality filter, or ``everything=True``. Criteria combine with AND.
-        Concepts left with no episode are removed too. Older snapshots are deleted so the
+        Concepts left with no episode are removed too, and so are concepts whose name or an
+        alias occurs in the forgotten text but in none of their remaining episodes (a concept
+        must not keep a forgotten word alive). Older snapshots are deleted so the
         forgotten text does not survive in them, and (embedded Chroma) the text is scrubbed
         from Chroma's log and free pages. Crash-safe: an interrupted forget is finished on
         the next open. Returns the removed ids (see docs/safety.md)."""
@@ -1166,19 +1230,42 @@ class Synapse:
                 rec = g.archive.get(n)
                 return rec["node"].get("kind") if rec else None
 
-            # concepts (active or archived) whose every supporting episode goes
+            def text_of(n: str) -> str:
+                d = g.g.nodes[n] if n in g.g else g.archive[n]["node"]
+                return str(d.get("text", "")).casefold()
+
+            def orphaned(node: Mapping[str, Any], nbrs: set[str]) -> bool:
+                # a concept goes when every supporting episode goes, or when its name or
+                # an alias occurs in forgotten text but in none of the episodes it keeps
+                support = [e for e in nbrs if kind_of(e) == "episode"]
+                gone = [e for e in support if e in doomed_set]
+                if not gone:
+                    return False
+                kept = [text_of(e) for e in support if e not in doomed_set]
+                if not kept:
+                    return True
+                said = [text_of(e) for e in gone]
+                attrs = node.get("attributes") or {}
+                terms = {str(t).casefold() for t in [node.get("text", ""), *node.get("aliases", []),
+                                                     *(v for v in attrs.values() if isinstance(v, str))]}
+                return any(t and any(t in x for x in said) and not any(t in x for x in kept)
+                           for t in terms)
+
+            # an archived node keeps its edges in its archive record
+            archived_links: dict[str, set[str]] = {}
+            for n, rec in g.archive.items():
+                for u, v, _ in rec["edges"]:
+                    archived_links.setdefault(v if u == n else u, set()).add(n)
+            # concepts (active or archived) that would outlive the text they came from
             for n, d in list(g.g.nodes(data=True)):
-                if d["kind"] == "concept" and n not in doomed_set:
-                    nbrs = set(g.g.predecessors(n)) | set(g.g.successors(n))
-                    support = [e for e in nbrs if kind_of(e) == "episode"]
-                    if support and all(e in doomed_set for e in support):
-                        doomed.append(n)
+                if d["kind"] == "concept" and n not in doomed_set and \
+                        orphaned(d, set(g.g.predecessors(n)) | set(g.g.successors(n))
+                                 | archived_links.get(n, set())):
+                    doomed.append(n)
             for n, rec in list(g.archive.items()):
-                if rec["node"].get("kind") == "concept" and n not in doomed_set:
-                    nbrs = {u if v == n else v for u, v, _ in rec["edges"]}
-                    support = [e for e in nbrs if kind_of(e) == "episode"]
-                    if support and all(e in doomed_set for e in support):
-                        doomed.append(n)
+                if rec["node"].get("kind") == "concept" and n not in doomed_set and \
+                        orphaned(rec["node"], {u if v == n else v for u, v, _ in rec["edges"]}):
+                    doomed.append(n)
             doomed = list(dict.fromkeys(doomed))
             if not doomed:
                 return []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,52 @@ def set_http_timeout(client: Any, timeout: float | None) -> bool:
         return False
     session.timeout = httpx.Timeout(timeout)
     return True
+
+
+def zero_hnsw_slack(folder: str | Path) -> int:
+    """Zero the unused tail of a persisted HNSW index's ``data_level0.bin``.
+
+    Chroma's HNSW index (hnswlib) allocates room for ``max_elements`` without clearing it
+    and can write the whole buffer to disk: the slots past ``cur_element_count`` hold whatever
+    the process's heap held before, which can be the text of recent writes, forgotten ones
+    included. Those bytes are never read as data, so zeroing them is safe. The header is
+    checked against the file size first; anything unexpected is left alone (and logged).
+    Returns the number of bytes zeroed.
+    """
+    import struct
+
+    folder = Path(folder)
+    header, data = folder / "header.bin", folder / "data_level0.bin"
+    try:
+        head = header.read_bytes()
+        total = data.stat().st_size
+    except OSError:
+        return 0
+    if len(head) < 36:
+        return 0
+    # a u32 persist version, then hnswlib's fields: offsetLevel0, max_elements,
+    # cur_element_count, size_data_per_element (u64 each, little-endian)
+    _version, _offset0, max_elements, count, size = struct.unpack_from("<I4Q", head, 0)
+    # the file holds either the used slots only or the whole allocation (max_elements)
+    if size == 0 or total % size or count * size > total or total // size > max_elements:
+        logger.warning("unexpected HNSW header in %s; its unused space is not cleared", folder)
+        return 0
+    start = count * size
+    if start >= total:
+        return 0
+    try:
+        with open(data, "r+b") as fh:
+            fh.seek(start)
+            left = total - start
+            block = bytes(min(left, 1 << 20))
+            while left > 0:
+                fh.write(block[:left])
+                left -= min(left, len(block))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise StorageError(f"could not clear unused space in {data}: {exc}") from exc
+    return total - start
 
 
 def collection_name(namespace: str, role: str) -> str:
@@ -255,11 +302,34 @@ class ChromaVectors:
                     con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
                                 "VALUES('optimize')")
                 con.execute("VACUUM")
+                # in WAL mode, old page images (with the text) live on in the -wal file
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
                 con.close()
         except sqlite3.Error as exc:
             raise StorageError(f"could not scrub deleted text from {self.sqlite_path}: {exc}") from exc
+        self.clear_index_slack()
         return True
+
+    def clear_index_slack(self) -> int:
+        """Zero the unused space of this namespace's persisted HNSW files (see
+        :func:`zero_hnsw_slack`); embedded Chroma only. Returns the bytes zeroed."""
+        if self.sqlite_path is None or not self.sqlite_path.is_file():
+            return 0
+        import sqlite3
+
+        try:
+            ids = [str(col._col.id) for col in (self.active, self.archive)]
+            con = sqlite3.connect(str(self.sqlite_path), timeout=30)
+            try:
+                rows = con.execute("SELECT id FROM segments WHERE scope = 'VECTOR' AND "
+                                   "collection IN (?, ?)", ids).fetchall()
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            logger.warning("cannot list the HNSW segments of %r: %s", self.namespace, exc)
+            return 0
+        return sum(zero_hnsw_slack(self.sqlite_path.parent / str(r[0])) for r in rows)
 
     def drop(self) -> None:
         """Delete both collections of this namespace."""
