@@ -457,3 +457,50 @@ def test_large_sparse_graph_runs():
                              **PAPER)
     reached = free.potential > 0
     assert reached.sum() > 20 and (free.parent[reached & (a0 == 0)] >= 0).all()
+
+
+def _spread_whole_graph(a0, P, *, iterations, spreading_factor, decay, inhibition_beta,
+                        inhibition_top_m, gamma, theta, use_inhibition=True):
+    """The cycle computed over every node (no support shortcut): what the fast path of
+    ``spread_activation`` must reproduce bit for bit."""
+    from synapse_integrations.core.dynamics import _strongest_inflow
+
+    P = sp.csr_array(P)
+    a = np.array(a0, dtype=np.float64)
+    parent = np.full(a.size, -1, dtype=np.int64)
+    reached = a > 0
+    potential = a.copy()
+    for _ in range(iterations):
+        u = (1.0 - decay) * a + spreading_factor * (P @ a)
+        potential = (lateral_inhibition(u, beta=inhibition_beta, top_m=inhibition_top_m)
+                     if use_inhibition else np.maximum(u, 0.0))
+        fresh = np.flatnonzero((potential > 0) & ~reached)
+        if fresh.size:
+            parent[fresh] = _strongest_inflow(P, a, fresh)
+        reached |= potential > 0
+        a = sigmoid_firing(potential, gamma=gamma, theta=theta)
+    return a, potential, parent
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("use_inhibition", [True, False])
+def test_support_shortcut_is_bit_identical_to_the_whole_graph_cycle(seed, use_inhibition):
+    # The fast path works only on the nodes energy reached; with few anchors in a large
+    # sparse graph (the retrieval case) it must give exactly the same arrays.
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(50, 3000))
+    m = int(n * rng.integers(1, 8))
+    keys = np.unique(rng.integers(0, n, m) * n + rng.integers(0, n, m))
+    keys = keys[keys // n != keys % n]
+    weights = rng.choice([0.5, 0.8, 1.0], keys.size) if seed % 3 == 0 else rng.random(keys.size)
+    P = propagation_matrix(keys // n, keys % n, weights, n)
+    a0 = np.zeros(n)
+    anchors = rng.choice(n, int(rng.integers(1, 25)), replace=False)
+    a0[anchors] = rng.random(anchors.size) * (1.0 if seed % 2 else 3.0)
+    params = dict(PAPER, iterations=int(rng.integers(1, 5)),
+                  inhibition_top_m=int(rng.choice([0, 1, 7, 40])))
+    fast = spread_activation(a0, P, use_inhibition=use_inhibition, track_parents=True, **params)
+    a, potential, parent = _spread_whole_graph(a0, P, use_inhibition=use_inhibition, **params)
+    np.testing.assert_array_equal(fast.activation, a)
+    np.testing.assert_array_equal(fast.potential, potential)
+    np.testing.assert_array_equal(fast.parent, parent)

@@ -79,12 +79,15 @@ def propagation_matrix(
     n: int,
     *,
     use_fan_effect: bool = True,
+    fan_exponent: float = 1.0,
 ) -> sp.csr_array:
     """The propagation operator ``P`` of Eq. 2, so that the spread term is ``S * P @ a``.
 
     ``P[i, j] = w_ji / fan(j)`` where ``fan(j)`` is the out-degree of ``j`` -- the *number*
     of its out-edges, not the sum of their weights (ACT-R's fan effect: attention is divided
-    among associations). With ``use_fan_effect=False``, ``P[i, j] = w_ji``.
+    among associations). With ``use_fan_effect=False``, ``P[i, j] = w_ji``. A
+    ``fan_exponent`` ``p`` other than 1 divides by ``fan(j) ** p`` instead (0.5: a softer
+    fan effect, so that a concept shared by many episodes still passes some energy on).
 
     Callers pass each directed edge once: duplicate ``(j, i)`` pairs would have their weights
     summed by the sparse constructor while counting twice in ``fan(j)``.
@@ -95,6 +98,7 @@ def propagation_matrix(
         weight: float array, ``w_ji >= 0`` of each edge.
         n: number of nodes; every index must lie in ``[0, n)``.
         use_fan_effect: divide by the out-degree of the source.
+        fan_exponent: power of the out-degree in that division (1 in the paper).
 
     Raises:
         InvalidInputError: mismatched lengths, indices out of range, NaN/inf or negative weights.
@@ -107,9 +111,11 @@ def propagation_matrix(
            [0.2, 1. , 0. ]])
     """
     src, dst, weight = _check_edges(src, dst, weight, n)
-    if use_fan_effect and src.size:
-        fan = np.bincount(src, minlength=n)
-        values = weight / fan[src]
+    if not (math.isfinite(fan_exponent) and fan_exponent >= 0):
+        raise InvalidInputError(f"fan_exponent must be a finite number >= 0, got {fan_exponent!r}")
+    if use_fan_effect and src.size and fan_exponent != 0:
+        fan = np.bincount(src, minlength=n).astype(np.float64)
+        values = weight / (fan[src] if fan_exponent == 1 else np.power(fan[src], fan_exponent))
     else:
         values = weight
     return sp.csr_array((values, (dst, src)), shape=(n, n))
@@ -260,6 +266,27 @@ def spread_activation(
     reached = a > 0
     for _ in range(iterations):
         u = (1.0 - decay) * a + spreading_factor * (P @ a)
+        if silent_zero and not (u < 0).any():
+            # Fast path, bit-for-bit the same values: with u >= 0 a node at u = 0 stays at
+            # potential 0 (inhibition only lowers, the clip keeps 0) and fires 0 (silent
+            # zero), and zeros never inhibit anyone (only values strictly above count). So
+            # Eqs. 3-4 need only the support of u -- the few nodes energy has reached --
+            # instead of the whole graph (np.partition over a mostly-zero array is slow).
+            support = np.flatnonzero(u)
+            sub = u[support]
+            if use_inhibition:
+                sub = lateral_inhibition(sub, beta=inhibition_beta, top_m=inhibition_top_m)
+            potential = np.zeros(n)
+            potential[support] = sub
+            if track_parents:
+                hit = support[sub > 0]
+                fresh = hit[~reached[hit]]
+                if fresh.size:
+                    parent[fresh] = _strongest_inflow(P, a, fresh)
+                reached[hit] = True
+            a = np.zeros(n)
+            a[support] = sigmoid_firing(sub, gamma=gamma, theta=theta, silent_zero=True)
+            continue
         if use_inhibition:
             potential = lateral_inhibition(u, beta=inhibition_beta, top_m=inhibition_top_m)
         else:
@@ -296,17 +323,20 @@ def _check_spread_inputs(
 def _strongest_inflow(P: sp.csr_array, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """For each row ``i`` in ``rows``: ``argmax_j P[i, j] * a[j]`` (lowest ``j`` on ties),
     or -1 where no ``P[i, j] * a[j]`` is positive."""
-    sub = P[rows]  # CSR row slice: only the newly reached rows
-    counts = np.diff(sub.indptr)
+    # gather the CSR entries of ``rows`` straight from indptr/indices/data (the same
+    # entries, in the same order, as ``P[rows]``, without scipy's fancy-indexing overhead)
+    starts = P.indptr[rows]
+    counts = P.indptr[rows + 1] - starts
     row_of = np.repeat(np.arange(rows.size), counts)
-    cols = sub.indices
-    inflow = sub.data * a[cols]
+    first = np.concatenate(([0], np.cumsum(counts)))
+    take = np.arange(first[-1]) - np.repeat(first[:-1] - starts, counts)
+    cols = P.indices[take]
+    inflow = P.data[take] * a[cols]
     # Sort entries by row, then inflow descending, then column ascending: the first entry of
     # each row is its argmax with the lowest-index tie-break.
     order = np.lexsort((cols, -inflow, row_of))
     out = np.full(rows.size, -1, dtype=np.int64)
-    starts = sub.indptr[:-1][counts > 0]
-    firsts = order[starts]
+    firsts = order[first[:-1][counts > 0]]
     best_rows = row_of[firsts]
     positive = inflow[firsts] > 0
     out[best_rows[positive]] = cols[firsts[positive]]

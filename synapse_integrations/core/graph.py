@@ -49,18 +49,20 @@ class Compiled:
     dst: np.ndarray
     weight: np.ndarray
     is_episode: np.ndarray
-    _matrices: dict[bool, sp.csr_array] = field(default_factory=dict)
+    _matrices: dict[tuple[bool, float], sp.csr_array] = field(default_factory=dict)
+    _pagerank: tuple[dict[str, float], np.ndarray] | None = None
 
     @property
     def n(self) -> int:
         return len(self.ids)
 
-    def propagation(self, *, use_fan_effect: bool) -> sp.csr_array:
-        m = self._matrices.get(use_fan_effect)
+    def propagation(self, *, use_fan_effect: bool, fan_exponent: float = 1.0) -> sp.csr_array:
+        key = (use_fan_effect, float(fan_exponent) if use_fan_effect else 0.0)
+        m = self._matrices.get(key)
         if m is None:
             m = propagation_matrix(self.src, self.dst, self.weight, self.n,
-                                   use_fan_effect=use_fan_effect)
-            self._matrices[use_fan_effect] = m
+                                   use_fan_effect=use_fan_effect, fan_exponent=fan_exponent)
+            self._matrices[key] = m
         return m
 
 
@@ -78,6 +80,9 @@ class MemoryGraph:
         self.pagerank: dict[str, float] = {}
         self._seq = 0
         self._compiled: Compiled | None = None
+        # node ids by kind, in graph (insertion) order; derived, kept in step by the
+        # mutators below and rebuilt when it disagrees with the graph's node count
+        self._kinds: dict[str, dict[str, None]] | None = None
 
     # -- basic access ---------------------------------------------------------------------
     def __contains__(self, node_id: str) -> bool:
@@ -93,7 +98,29 @@ class MemoryGraph:
             raise NodeNotFoundError(f"no memory with id {node_id!r}") from None
 
     def ids(self, kind: str | None = None) -> list[str]:
-        return [n for n, d in self.g.nodes(data=True) if kind is None or d["kind"] == kind]
+        """Active node ids (of one ``kind``), in insertion order. O(answer), not O(graph):
+        consolidation asks for the concepts once per window."""
+        if kind is None:
+            return list(self.g.nodes)
+        kinds = self._kinds
+        if kinds is None or sum(map(len, kinds.values())) != self.g.number_of_nodes():
+            kinds = {}
+            for n, d in self.g.nodes(data=True):
+                kinds.setdefault(d["kind"], {})[n] = None
+            self._kinds = kinds
+        return list(kinds.get(kind, ()))
+
+    def _kinds_add(self, node_id: str, kind: str) -> None:
+        if self._kinds is not None:
+            if any(node_id in ids for ids in self._kinds.values()):
+                self._kinds = None  # re-added or changed kind: rebuild when next asked
+            else:
+                self._kinds.setdefault(kind, {})[node_id] = None
+
+    def _kinds_drop(self, node_id: str) -> None:
+        if self._kinds is not None:
+            for ids in self._kinds.values():
+                ids.pop(node_id, None)
 
     def next_seq(self) -> int:
         self._seq += 1
@@ -105,6 +132,7 @@ class MemoryGraph:
     # -- mutation -------------------------------------------------------------------------
     def add_node(self, node_id: str, vector: np.ndarray, **attrs: Any) -> None:
         attrs.setdefault("seq", self.next_seq())
+        self._kinds_add(node_id, attrs.get("kind"))
         self.g.add_node(node_id, **attrs)
         self.vectors[node_id] = np.asarray(vector, dtype=np.float32)
         self.invalidate()
@@ -149,6 +177,7 @@ class MemoryGraph:
         for i in ids:
             if i in self.g:
                 self.g.remove_node(i)
+                self._kinds_drop(i)
                 self.vectors.pop(i, None)
                 self.pagerank.pop(i, None)
                 gone.append(i)
@@ -173,6 +202,7 @@ class MemoryGraph:
             edges += [[u, v, dict(d)] for u, v, d in self.g.out_edges(i, data=True)]
             self.archive[i] = {"node": dict(self.g.nodes[i]), "edges": edges}
             self.g.remove_node(i)
+            self._kinds_drop(i)
             self.pagerank.pop(i, None)
             moved[i] = self.vectors.pop(i)
         if moved:
@@ -189,6 +219,7 @@ class MemoryGraph:
                 if i in self.g:
                     continue
                 raise NodeNotFoundError(f"no archived memory with id {i!r}")
+            self._kinds_add(i, rec["node"].get("kind"))
             self.g.add_node(i, **rec["node"])
             self.vectors[i] = np.asarray(vectors[i], dtype=np.float32)
             restored.append(i)
@@ -232,8 +263,16 @@ class MemoryGraph:
         self.pagerank = {n: float(s) for n, s in zip(c.ids, scores)}
 
     def pagerank_array(self, ids_idx: np.ndarray) -> np.ndarray:
+        """Cached PageRank of compiled positions ``ids_idx`` (0 for nodes added since the
+        last refresh); the aligned vector is rebuilt only when the graph or the PageRank
+        changed, so a query pays one gather."""
         c = self.compiled()
-        return np.array([self.pagerank.get(c.ids[i], 0.0) for i in ids_idx], dtype=np.float64)
+        cached = c._pagerank
+        if cached is None or cached[0] is not self.pagerank:
+            vec = np.fromiter((self.pagerank.get(n, 0.0) for n in c.ids), dtype=np.float64,
+                              count=c.n)
+            cached = c._pagerank = (self.pagerank, vec)
+        return cached[1][np.asarray(ids_idx, dtype=np.int64)]
 
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
