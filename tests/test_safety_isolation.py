@@ -11,7 +11,7 @@ import pytest
 
 from synapse_integrations import Synapse
 from synapse_integrations._adapter_utils import EnginePool, namespace_from_configurable
-from synapse_integrations.errors import InvalidTypeError, NamespaceError, NodeNotFoundError
+from synapse_integrations.errors import NamespaceError, NodeNotFoundError
 
 from _safety_helpers import HashEmbedder
 

@@ -663,23 +663,28 @@ class Synapse:
         mapping with ``text`` and optional ``speaker``, ``timestamp``, ``metadata``, ``id``."""
         if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Iterable):
             raise InvalidTypeError("add_turns() takes a list of turns (use add_turn for one)")
+        self._check_open()
+        rows = [self._validate_turn(t) for t in turns]  # pure: no lock needed
+        if not rows:
+            return []
+        # embedded before taking the lock, so that the model does not hold up other writers
+        # and readers (the lock guards the stores, not the embedder)
+        all_embs = self._embedder.embed_documents([r["text"] for r in rows])
         with self._lock:
             self._check_open()
-            rows = [self._validate_turn(t) for t in turns]
-            if not rows:
-                return []
             if self._needs_repair:  # an earlier storage error left the stores out of step
                 self.repair()
             # a retry of a write whose reply was lost (re-attached by repair) is a no-op
             result = [self._retried(r) for r in rows]
-            rows = [r for r, hit in zip(rows, result) if hit is None]
+            fresh_rows = [k for k, hit in enumerate(result) if hit is None]
+            rows = [rows[k] for k in fresh_rows]
             if not rows:
                 return [h for h in result if h is not None]
             ids = [r["id"] for r in rows]
             taken = [i for i in ids if i in self._graph or i in self._graph.archive]
             if taken or len(set(ids)) != len(ids):
                 raise InvalidInputError(f"memory id(s) already used: {sorted(set(taken) or ids)[:5]}")
-            embs = self._embedder.embed_documents([r["text"] for r in rows])
+            embs = all_embs[fresh_rows]
             now = time.time()
             for r in rows:
                 r["ingest_ts"] = now
