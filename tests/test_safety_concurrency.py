@@ -126,6 +126,7 @@ async def test_asyncio_tasks_write_and_read_one_memory(tmp_path):
 _OPEN_IN_CHILD = """
 import sys
 from synapse_integrations import Synapse
+from synapse_integrations.errors import MemoryLockedError
 sys.path.insert(0, {tests!r})
 from _safety_helpers import HashEmbedder
 try:
