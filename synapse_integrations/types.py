@@ -59,6 +59,7 @@ class ScoreComponents:
     pagerank: float
     bm25_rank: int | None = None  # 1-based rank among BM25 anchors, None if not an anchor
     dense_rank: int | None = None  # 1-based rank among dense anchors, None if not an anchor
+    lexical: float = 0.0  # BM25 score / the query's best BM25 score (0 when not weighted)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ def test_server_backed_memory_ingests_retrieves_and_reloads(tmp_path, embedder, 
     ids = mem.add_turns(turns)
     assert mem.stats()["windows"] == 2
     res = mem.retrieve("What did I do in Granada?", k=5)
-    assert res.items[0].id == ids[3]
+    assert res.episodes()[0].id == ids[3]
     stats = mem.stats()
     mem.close()
 

@@ -135,8 +135,14 @@ def test_retrieve_returns_components_and_gate(memory):
     assert 0 <= top.components.similarity <= 1 and 0 <= top.components.activation <= 1
     assert 0 <= top.components.pagerank <= 1
     assert top.components.bm25_rank is not None or top.components.dense_rank is not None
-    assert res.confidence == pytest.approx(top.components.activation)
+    # the default gate reads the top item's cosine; the paper's reads its activation
+    assert res.confidence == pytest.approx(top.components.similarity)
     assert res.rejected == (res.confidence < res.gate_tau)
+    paper = memory.retrieve_by_vector("How was the snow at Whistler?",
+                                      memory._embedder.embed_query("How was the snow at Whistler?"),
+                                      k=5, config=SynapseConfig.paper())
+    assert paper.confidence == pytest.approx(paper.items[0].components.activation)
+    assert paper.gate_tau == SynapseConfig.paper().gate_tau
     assert [it.score for it in res.items] == sorted((it.score for it in res.items), reverse=True)
     chrono = res.in_time_order()
     stamps = [it.timestamp for it in chrono if it.timestamp]
@@ -151,6 +157,16 @@ def test_gate_rejects_when_confidence_below_tau(tmp_path, embedder):
     with Synapse(tmp_path / "m2", embedder=embedder, config=SynapseConfig(gate_tau=0.0)) as mem:
         mem.add_turns(bridge_conversation()[:10])
         assert not mem.retrieve("Who came skiing?").rejected
+
+
+def test_default_gate_rejects_off_topic_and_accepts_on_topic(memory):
+    memory.add_turns(bridge_conversation())
+    for q in ("What is the boiling point of liquid nitrogen?", "How do I configure a reverse proxy?"):
+        res = memory.retrieve(q)
+        assert res.rejected and res.accepted == (), (q, res.confidence)
+    for q in ("How was the snow at Whistler?", "Who went skiing with Sam?"):
+        res = memory.retrieve(q)
+        assert not res.rejected and res.accepted, (q, res.confidence)
 
 
 def test_empty_memory_retrieve_is_rejected(memory):
@@ -340,4 +356,4 @@ async def test_async_twins(memory):
     assert res.items[0].id == one and len(ids) == 6 and rep.windows >= 1
     results = await asyncio.gather(*(memory.aretrieve("ski trip") for _ in range(5)))
     assert len({tuple(i.id for i in r.items) for r in results}) == 1
-    assert await memory.aforget([one]) == [one]
+    assert (await memory.aforget([one]))[0] == one  # (+ concepts named only in that turn)

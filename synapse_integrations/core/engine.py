@@ -1091,8 +1091,8 @@ class Synapse:
             if cfg.use_activation:
                 a0 = np.zeros(c.n)
                 a0[anchors] = cfg.alpha * np.clip(anchor_sim, 0.0, None)
-                P = (c.propagation(use_fan_effect=cfg.use_fan_effect) if cfg.use_graph
-                     else sp.csr_array((c.n, c.n)))
+                P = (c.propagation(use_fan_effect=cfg.use_fan_effect, fan_exponent=cfg.fan_exponent)
+                     if cfg.use_graph else sp.csr_array((c.n, c.n)))
                 spread = dynamics.spread_activation(
                     a0, P, iterations=cfg.iterations, spreading_factor=cfg.spreading_factor,
                     decay=cfg.decay if cfg.use_decay else 0.0,
@@ -1102,30 +1102,47 @@ class Synapse:
                 )
                 act_all = spread.activation
                 parents = spread.parent
-                cand = np.union1d(anchors, np.flatnonzero(act_all > 0))
-                activation = act_all[cand]
+                active = np.flatnonzero(act_all > 0)
                 self._queries_in_window += 1
                 self._window_active.update(
-                    c.ids[i] for i in cand[activation >= cfg.dormancy_epsilon])
+                    c.ids[i] for i in active[act_all[active] >= cfg.dormancy_epsilon])
+                cand = np.arange(c.n) if cfg.score_all_nodes else np.union1d(anchors, active)
+                activation = act_all[cand]
             else:
-                cand = anchors
+                cand = np.arange(c.n) if cfg.score_all_nodes else anchors
                 activation = np.zeros(cand.size)
-            sim = scoring.cosine_to_query(c.embeddings[cand], q)
+            if cfg.score_all_nodes:  # one float32 mat-vec over the active graph
+                sim = np.clip(c.embeddings @ np.asarray(q, dtype=np.float32), -1.0, 1.0
+                              ).astype(np.float64)
+            else:
+                sim = scoring.cosine_to_query(c.embeddings[cand], q)
             pr = (self._graph.pagerank_array(cand) if (cfg.use_pagerank and cfg.use_graph)
                   else np.zeros(cand.size))
+            lexical = None
+            if cfg.use_bm25 and cfg.weight_lexical > 0:
+                lex_all = self._bm25.scores_for(query, c.index, c.n)
+                best = float(lex_all.max()) if lex_all.size else 0.0
+                lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
             score = scoring.hybrid_score(
                 sim, activation, pr, weight_similarity=cfg.weight_similarity,
                 weight_activation=cfg.weight_activation if cfg.use_activation else 0.0,
                 weight_pagerank=cfg.weight_pagerank if (cfg.use_pagerank and cfg.use_graph) else 0.0,
+                lexical=lexical, weight_lexical=cfg.weight_lexical,
             )
             order = scoring.top_k(score, min(k, cand.size))
             top = order[0]
-            confidence = float(activation[top] if cfg.use_activation else sim[top])
+            if cfg.gate_signal == "score":
+                confidence = float(score[top])
+            elif cfg.gate_signal == "similarity" or not cfg.use_activation:
+                confidence = float(sim[top])
+            else:
+                confidence = float(activation[top])
             rejected = cfg.use_gate and scoring.gate(confidence, tau=cfg.gate_tau)
             items = tuple(
                 self._item(c, int(cand[j]), float(score[j]),
                            ScoreComponents(float(sim[j]), float(activation[j]), float(pr[j]),
-                                           bm25_rank.get(c.ids[cand[j]]), dense_rank.get(c.ids[cand[j]])),
+                                           bm25_rank.get(c.ids[cand[j]]), dense_rank.get(c.ids[cand[j]]),
+                                           float(lexical[j]) if lexical is not None else 0.0),
                            parents)
                 for j in order
             )

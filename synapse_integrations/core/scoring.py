@@ -94,14 +94,21 @@ def hybrid_score(
     weight_similarity: float,
     weight_activation: float,
     weight_pagerank: float,
+    lexical: np.ndarray | None = None,
+    weight_lexical: float = 0.0,
 ) -> np.ndarray:
-    """Eq. 5: ``lambda_1 * sim + lambda_2 * a^(T) + lambda_3 * PageRank``, element-wise.
+    """Eq. 5: ``lambda_1 * sim + lambda_2 * a^(T) + lambda_3 * PageRank``, element-wise,
+    plus our optional fourth term ``weight_lexical * lexical`` (a normalised BM25 score).
 
-    The three signal arrays must have the same shape.
+    The signal arrays must have the same shape.
 
     >>> hybrid_score(np.array([1.0]), np.array([0.5]), np.array([0.25]),
     ...              weight_similarity=0.5, weight_activation=0.3, weight_pagerank=0.2)
     array([0.7])
+    >>> hybrid_score(np.array([1.0]), np.array([0.5]), np.array([0.25]), lexical=np.array([0.5]),
+    ...              weight_similarity=0.5, weight_activation=0.3, weight_pagerank=0.2,
+    ...              weight_lexical=0.2)
+    array([0.8])
     """
     sim = np.asarray(similarity, dtype=np.float64)
     act = np.asarray(activation, dtype=np.float64)
@@ -111,7 +118,13 @@ def hybrid_score(
             "similarity, activation and pagerank must have the same shape, got "
             f"{sim.shape}, {act.shape}, {pr.shape}"
         )
-    return weight_similarity * sim + weight_activation * act + weight_pagerank * pr
+    out = weight_similarity * sim + weight_activation * act + weight_pagerank * pr
+    if lexical is not None and weight_lexical:
+        lex = np.asarray(lexical, dtype=np.float64)
+        if lex.shape != sim.shape:
+            raise InvalidInputError(f"lexical must have shape {sim.shape}, got {lex.shape}")
+        out = out + weight_lexical * lex
+    return out
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +20,30 @@ logger = logging.getLogger(__name__)
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 
 
+#: English function words left out of the lexical index. In a small memory their IDF is
+#: high ("is" may occur in two turns of six), so without this list "What is the name of
+#: Sam's dog?" matches "Sam is learning the cello" on "is" and "the". Content words,
+#: numbers and names are kept, and so are question words' answers (dates, places).
+STOPWORDS = frozenset("""
+a an and are as at be been being but by can could did do does doing done for from had has
+have having he her here hers herself him himself his how i if in into is it its itself just
+me my myself no nor not of off on once only or other our ours ourselves out over own same
+she should so some such than that the their theirs them themselves then there these they
+this those through to too under until up very was we were what when where which while who
+whom why will with would you your yours yourself yourselves about above after again against
+all am any because before below between both during each few further more most s t ll re ve
+d m o y don isn wasn weren won aren didn doesn hasn haven
+""".split())
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens of length >= 2 (the same rule for documents and queries)."""
-    return _TOKEN_RE.findall(text.lower())
+    """Lower-cased word tokens of length >= 2 without English function words (the same
+    rule for documents and queries).
+
+    >>> tokenize("What is the name of Sam's dog?")
+    ['name', 'sam', 'dog']
+    """
+    return [t for t in _TOKEN_RE.findall(text.lower()) if t not in STOPWORDS]
 
 
 class BM25Index:
@@ -38,6 +61,7 @@ class BM25Index:
         self._model = None
         self._stale = True
         self._lock = threading.Lock()
+        self._positions: tuple[Any, ...] | None = None  # (index, ids, positions, valid)
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -71,6 +95,39 @@ class BM25Index:
             model.index(corpus, show_progress=False)
             self._model = model
         self._stale = False
+
+    def scores_for(self, text: str, index: Mapping[str, int], n: int) -> np.ndarray:
+        """The BM25 score of ``text`` against every indexed document, as an array of length
+        ``n`` with document ``d`` at position ``index[d]`` (0 for positions no indexed
+        document maps to). The id-to-position map is cached until the index or ``index``
+        (by identity) changes, so a query costs one vectorised scoring pass.
+
+        >>> idx = BM25Index()
+        >>> idx.set({"a": "Kendall went skiing", "b": "a quiet evening at home"})
+        >>> s = idx.scores_for("Kendall skiing", {"b": 0, "a": 1}, 2)
+        >>> bool(s[0] == 0.0), bool(s[1] > 0.0)
+        (True, True)
+        """
+        with self._lock:
+            if self._stale:
+                self._build()
+            model, ids = self._model, self._ids
+            cached = self._positions
+            if cached is None or cached[0] is not index or cached[1] is not ids:
+                pos = np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+                keep = (pos >= 0) & (pos < n)
+                cached = self._positions = (index, ids, pos, keep)
+        out = np.zeros(n)
+        if model is None:
+            return out
+        vocab = model.vocab_dict
+        tokens = [t for t in tokenize(text) if t in vocab]
+        if not tokens:
+            return out
+        scores = np.asarray(model.get_scores(tokens), dtype=np.float64)
+        _, _, pos, keep = cached
+        out[pos[keep]] = scores[keep]
+        return out
 
     def query(self, text: str, k: int) -> tuple[list[str], np.ndarray]:
         """Ids of the ``k`` best-scoring documents with a positive score, best first."""
