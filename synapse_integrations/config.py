@@ -251,8 +251,6 @@ PAPER_RETRIEVAL: dict[str, Any] = {
     "inhibition_beta": 0.15,
     "iterations": 3,
     "fan_exponent": 1.0,
-    "weight_similarity": 0.5,
-    "weight_activation": 0.3,
     "weight_pagerank": 0.2,
     "weight_lexical": 0.0,
     "score_all_nodes": False,
