@@ -116,7 +116,7 @@ class SynapseConfig:
     weight_lexical: float = 0.3
     pagerank_damping: float = 0.85
     top_k: int = 30
-    score_all_nodes: bool = True
+    score_all_nodes: bool = False
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
 
@@ -253,7 +253,6 @@ PAPER_RETRIEVAL: dict[str, Any] = {
     "fan_exponent": 1.0,
     "weight_pagerank": 0.2,
     "weight_lexical": 0.0,
-    "score_all_nodes": False,
     "gate_signal": "activation",
     "gate_tau": 0.12,
 }
