@@ -1076,9 +1076,13 @@ class Synapse:
                 return RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau)
             dense_rank: dict[str, int] = {}
             bm25_rank: dict[str, int] = {}
+            # cosines of every active node: one float32 mat-vec over the in-memory copy of
+            # the vectors Chroma holds. Exact (Chroma's HNSW is approximate, so its top-k
+            # could differ after a reload) and cheaper than a Chroma round trip.
+            sim_all = np.clip(c.embeddings @ np.asarray(q, dtype=np.float32), -1.0, 1.0)
             if cfg.use_dense:
-                ids, _ = self._vectors.active.query(q, min(cfg.anchor_top_k, c.n))
-                dense_rank = {i: r + 1 for r, i in enumerate(ids) if i in c.index}
+                top_dense = scoring.top_k(sim_all, min(cfg.anchor_top_k, c.n))
+                dense_rank = {c.ids[i]: r + 1 for r, i in enumerate(top_dense)}
             if cfg.use_bm25:
                 ids, _ = self._bm25.query(query, cfg.anchor_top_k)
                 bm25_rank = {i: r + 1 for r, i in enumerate(ids) if i in c.index}
@@ -1086,7 +1090,7 @@ class Synapse:
             if anchors.size == 0:
                 return RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau)
 
-            anchor_sim = scoring.cosine_to_query(c.embeddings[anchors], q)
+            anchor_sim = sim_all[anchors].astype(np.float64)
             parents = None
             if cfg.use_activation:
                 a0 = np.zeros(c.n)
@@ -1111,11 +1115,7 @@ class Synapse:
             else:
                 cand = np.arange(c.n) if cfg.score_all_nodes else anchors
                 activation = np.zeros(cand.size)
-            if cfg.score_all_nodes:  # one float32 mat-vec over the active graph
-                sim = np.clip(c.embeddings @ np.asarray(q, dtype=np.float32), -1.0, 1.0
-                              ).astype(np.float64)
-            else:
-                sim = scoring.cosine_to_query(c.embeddings[cand], q)
+            sim = sim_all[cand].astype(np.float64)
             pr = (self._graph.pagerank_array(cand) if (cfg.use_pagerank and cfg.use_graph)
                   else np.zeros(cand.size))
             lexical = None
