@@ -73,16 +73,14 @@ def _landed_inside(lines: list[str]) -> str | None:
 
 
 def _assert_retrievable(mem: Synapse, emb: HashEmbedder, node_id: str, n: int) -> None:
-    """Turn ``n`` is in Chroma with its text and the embedding of its text, Chroma's search
-    finds it, and it is among the episodes :meth:`Synapse.retrieve` returns for it."""
+    """Turn ``n`` is in Chroma with its text and the embedding of its text, and it is among
+    the episodes :meth:`Synapse.retrieve` returns for it. (Chroma's own HNSW search is not
+    asserted: after a SIGKILL it can miss a vector it stores; see docs/safety.md.)"""
     text = turn_text(n)
     q = emb.embed_query(text)
     got, vecs, docs = mem._vectors.active.get([node_id], include_documents=True)
     assert got == [node_id] and docs == [text], f"turn {n} ({node_id}) is not in Chroma"
     assert float(vecs[0] @ q) > 0.999, f"turn {n} ({node_id}) has a wrong vector in Chroma"
-    # Chroma's HNSW search is approximate: its own vector must be among the nearest few
-    nearest, _ = mem.search_vectors(q, 5, kind="episode")
-    assert node_id in nearest, f"turn {n} ({node_id}) is not found by a search for its text"
     res = mem.retrieve(text, k=30)
     assert node_id in [it.id for it in res.items if it.kind == "episode"], \
         f"turn {n} ({node_id}) is stored but not retrieved by its own text"

@@ -47,10 +47,11 @@ def test_server_frozen_or_stopped_mid_ingest_then_restarted(tmp_path):
         with pytest.raises(StorageError, match="timed out"):
             mem.add_turn(turn_text(12), timestamp=T0 + timedelta(minutes=12))
         assert time.monotonic() - t0 < TIMEOUT + 2.0
+        # reads need no round trip: the graph and the vectors are in memory
         t0 = time.monotonic()
-        with pytest.raises(StorageError, match="timed out"):
-            mem.retrieve("anything at all", k=5)
-        assert time.monotonic() - t0 < TIMEOUT + 2.0
+        res = mem.retrieve(turn_text(3), k=5)
+        assert time.monotonic() - t0 < TIMEOUT
+        assert [k for k, v in stored.items() if v == 3][0] in [it.id for it in res.items]
         srv.thaw()
         time.sleep(0.5)
         add(12)  # the caller retries the failed write
