@@ -87,3 +87,22 @@ def test_paper_preset_differs_only_in_the_listed_fields():
         SynapseConfig(gate_signal="vibes")
     with pytest.raises(ConfigError):
         SynapseConfig(fan_exponent=-0.5)
+
+
+def test_retrieve_by_vector_rejects_a_bad_query_vector(tmp_path):
+    from synapse_integrations import Synapse
+
+    class Tiny:
+        def embed_documents(self, texts):
+            return [[1.0, 0.0, 0.0] if "ski" in t else [0.0, 1.0, 0.0] for t in texts]
+
+        def embed_query(self, text):
+            return self.embed_documents([text])[0]
+
+    with Synapse(tmp_path / "m", embedder=Tiny(), config=SynapseConfig(embedding_dim=3)) as mem:
+        mem.add_turns(["we went skiing", "a quiet evening"])
+        assert mem.retrieve_by_vector("ski", np.array([1.0, 0.0, 0.0])).episodes()[0].text == \
+            "we went skiing"
+        for bad in (np.zeros(4), np.array([np.nan, 0.0, 0.0])):
+            with pytest.raises(InvalidInputError):
+                mem.retrieve_by_vector("ski", bad)

@@ -1079,7 +1079,12 @@ class Synapse:
             # cosines of every active node: one float32 mat-vec over the in-memory copy of
             # the vectors Chroma holds. Exact (Chroma's HNSW is approximate, so its top-k
             # could differ after a reload) and cheaper than a Chroma round trip.
-            sim_all = np.clip(c.embeddings @ np.asarray(q, dtype=np.float32), -1.0, 1.0)
+            qv = np.asarray(q, dtype=np.float32)
+            if qv.shape != (c.embeddings.shape[1],) or not np.all(np.isfinite(qv)):
+                raise InvalidInputError(
+                    f"query vector must be a finite array of shape ({c.embeddings.shape[1]},), "
+                    f"got shape {qv.shape}")
+            sim_all = np.clip(c.embeddings @ qv, -1.0, 1.0)
             if cfg.use_dense:
                 top_dense = scoring.top_k(sim_all, min(cfg.anchor_top_k, c.n))
                 dense_rank = {c.ids[i]: r + 1 for r, i in enumerate(top_dense)}
