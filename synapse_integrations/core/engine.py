@@ -469,10 +469,7 @@ class Synapse:
                 if misplaced:
                     lost = [i for i in misplaced if i not in avec]
                     if lost:
-                        self._vectors.archive.upsert(
-                            lost, np.stack([vec[i] for i in lost]),
-                            [g.archive[i]["node"]["text"] for i in lost],
-                            [{"kind": g.archive[i]["node"]["kind"]} for i in lost])
+                        self._upsert_archived(lost, np.stack([vec[i] for i in lost]))
                         avec.update((i, vec[i]) for i in lost)
                     self._vectors.active.delete(misplaced)
                     actions.append(f"moved {len(misplaced)} archived node vector(s) out of the "
@@ -493,10 +490,8 @@ class Synapse:
                 reembed = [n for n in archive_missing if not good(vec.get(n))]
                 new = dict(zip(reembed, self._embedder.embed_documents(
                     [g.archive[n]["node"]["text"] for n in reembed]))) if reembed else {}
-                self._vectors.archive.upsert(
-                    archive_missing, np.stack([new[n] if n in new else vec[n] for n in archive_missing]),
-                    [g.archive[n]["node"]["text"] for n in archive_missing],
-                    [{"kind": g.archive[n]["node"]["kind"]} for n in archive_missing])
+                self._upsert_archived(
+                    archive_missing, np.stack([new[n] if n in new else vec[n] for n in archive_missing]))
                 actions.append(f"wrote {len(archive_missing)} missing archived vector(s) "
                                f"({len(reembed)} re-embedded)")
         archive_orphans = [i for i in a_ids if i not in g.archive]
@@ -840,6 +835,13 @@ class Synapse:
         self._pending.append(node_id)
         self._bm25.add(node_id, text)
 
+    def _upsert_archived(self, ids: Sequence[str], embs: np.ndarray) -> None:
+        """Write archived nodes' vectors to the archive collection (text and kind from
+        their archive records)."""
+        recs = [self._graph.archive[i]["node"] for i in ids]
+        self._vectors.archive.upsert(ids, embs, [r["text"] for r in recs],
+                                     [{"kind": r["kind"]} for r in recs])
+
     def _upsert(self, ids: Sequence[str], embs: np.ndarray) -> None:
         nodes = self._graph.g.nodes
         metas = []
@@ -985,10 +987,7 @@ class Synapse:
         if not vectors:
             return
         moved = list(vectors)
-        nodes = self._graph.archive
-        self._vectors.archive.upsert(moved, np.stack(list(vectors.values())),
-                                     [nodes[i]["node"]["text"] for i in moved],
-                                     [{"kind": nodes[i]["node"]["kind"]} for i in moved])
+        self._upsert_archived(moved, np.stack(list(vectors.values())))
         self._vectors.active.delete(moved)
         self._bm25.remove(moved)
         self._pending = [p for p in self._pending if p not in vectors]
