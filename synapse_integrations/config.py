@@ -2,7 +2,7 @@
 
 The configuration is frozen data, validated when it is built. ``SynapseConfig.paper()``
 holds the SYNAPSE paper's values exactly; ``SynapseConfig()`` differs from it in a few
-retrieval fields (:data:`PAPER_RETRIEVAL` lists them) chosen by measurement on LoCoMo dev
+fields (:data:`PAPER_DEFAULTS` lists them) chosen by measurement on LoCoMo dev
 data (docs/benchmarks.md). Each mechanism of the paper's ablation table can be switched
 off by a flag, so the ablation rows can be measured on the same memory:
 
@@ -29,6 +29,7 @@ from .errors import ConfigError
 
 TimeUnit = Literal["seconds", "minutes", "hours", "days"]
 GateSignal = Literal["activation", "similarity", "score"]
+AbstractionScope = Literal["mentions", "window"]
 
 _SECONDS_PER_UNIT: dict[str, float] = {
     "seconds": 1.0,
@@ -48,6 +49,10 @@ class SynapseConfig:
         ema_momentum: on a merge, the concept embedding becomes
             ``normalize(m * old + (1 - m) * new)``.
         abstraction_weight: weight of episode <-> concept edges (both directions).
+        abstraction_scope: which episodes of the window a concept is linked to:
+            ``"mentions"``, the turns that mention it (the extractor's ``source_ids``; all
+            of the window when it names none), or ``"window"``, every turn of the window
+            (the paper's co-occurrence rule).
         association_threshold / association_top_k: concept <-> concept edges.
         temporal_rho / temporal_unit: temporal edge weight ``exp(-rho * |dt|)``, dt in this unit.
         temporal_bidirectional: also link each episode back to the previous one.
@@ -87,6 +92,7 @@ class SynapseConfig:
     dedup_threshold: float = 0.92
     ema_momentum: float = 0.9
     abstraction_weight: float = 0.8
+    abstraction_scope: AbstractionScope = "mentions"
     association_threshold: float = 0.92
     association_top_k: int = 15
     temporal_rho: float = 0.01
@@ -165,6 +171,8 @@ class SynapseConfig:
         need(math.isfinite(self.sigmoid_theta), "sigmoid_theta must be finite")
         need(self.temporal_unit in _SECONDS_PER_UNIT,
              f"temporal_unit must be one of {sorted(_SECONDS_PER_UNIT)}, got {self.temporal_unit!r}")
+        need(self.abstraction_scope in ("mentions", "window"),
+             f"abstraction_scope must be 'mentions' or 'window', got {self.abstraction_scope!r}")
         need(self.gate_signal in ("activation", "similarity", "score"),
              f"gate_signal must be 'activation', 'similarity' or 'score', got {self.gate_signal!r}")
         need(self.use_bm25 or self.use_dense, "at least one of use_bm25 / use_dense must be on")
@@ -180,8 +188,8 @@ class SynapseConfig:
     #: and differ only at query time (see ``Synapse.retrieve_by_vector(..., config=...)``).
     GRAPH_FIELDS: ClassVar[tuple[str, ...]] = (
         "embedding_dim", "consolidation_interval", "dedup_threshold", "ema_momentum",
-        "abstraction_weight", "association_threshold", "association_top_k", "temporal_rho",
-        "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
+        "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
+        "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
         "dormancy_windows", "max_concepts_per_window", "pagerank_damping",
     )
 
@@ -216,11 +224,12 @@ class SynapseConfig:
 
     @classmethod
     def paper(cls) -> SynapseConfig:
-        """The paper's defaults exactly (section 3, appendix A and C): BM25 only picks
-        anchors, plain fan effect, three iterations, PageRank in the score, gate on the top
-        item's activation. ``SynapseConfig()`` differs in the fields of :data:`PAPER_RETRIEVAL`
-        (measured on LoCoMo dev data: docs/benchmarks.md)."""
-        return cls(**PAPER_RETRIEVAL)
+        """The paper's defaults exactly (section 3, appendix A and C): concepts linked to
+        every turn of their window, BM25 only picks anchors, plain fan effect, three
+        iterations, PageRank in the score, gate on the top item's activation.
+        ``SynapseConfig()`` differs in the fields of :data:`PAPER_DEFAULTS` (measured on
+        LoCoMo dev data: docs/benchmarks.md)."""
+        return cls(**PAPER_DEFAULTS)
 
     @classmethod
     def ablation(cls, name: str, base: SynapseConfig | None = None) -> SynapseConfig:
@@ -246,7 +255,8 @@ class SynapseConfig:
 
 
 #: The paper's values of every field whose default we changed (``SynapseConfig.paper()``).
-PAPER_RETRIEVAL: dict[str, Any] = {
+PAPER_DEFAULTS: dict[str, Any] = {
+    "abstraction_scope": "window",
     "anchor_top_k": 10,
     "inhibition_beta": 0.15,
     "iterations": 3,

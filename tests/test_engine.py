@@ -103,9 +103,23 @@ def test_consolidation_every_n_turns_creates_concepts_and_abstraction_edges(memo
     dana = [n for n, d in g.nodes(data=True) if d["kind"] == "concept" and d["name"] == "Dana"]
     assert dana, "the offline extractor should make a concept for Dana"
     eps = [n for n, d in g.nodes(data=True) if d["kind"] == "episode"]
-    for e in eps:  # both directions, weight 0.8, to every episode of the window
-        assert g.edges[e, dana[0]]["weight"] == pytest.approx(0.8)
-        assert g.edges[dana[0], e]["kind"] == "abstraction"
+    # default scope "mentions": both directions, weight 0.8, to the one turn naming Dana
+    linked = [e for e in eps if g.has_edge(dana[0], e)]
+    assert [g.nodes[e]["text"] for e in linked] == [bridge_conversation()[0]["text"]]
+    assert g.edges[linked[0], dana[0]]["weight"] == pytest.approx(0.8)
+    assert g.edges[dana[0], linked[0]]["kind"] == "abstraction"
+    assert not any(g.has_edge(e, dana[0]) for e in eps if e not in linked)
+
+
+def test_window_scope_links_concepts_to_every_turn_of_the_window(tmp_path, embedder):
+    with Synapse(tmp_path / "m", embedder=embedder,
+                 config=SynapseConfig(abstraction_scope="window")) as mem:
+        mem.add_turns(bridge_conversation()[:5])
+        g = mem.graph
+        dana = next(n for n, d in g.nodes(data=True) if d["kind"] == "concept" and d["name"] == "Dana")
+        for e in (n for n, d in g.nodes(data=True) if d["kind"] == "episode"):
+            assert g.edges[e, dana]["weight"] == pytest.approx(0.8)
+            assert g.edges[dana, e]["kind"] == "abstraction"
 
 
 def test_concepts_deduplicate_across_windows_with_ema(memory):

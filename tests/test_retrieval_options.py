@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from synapse_integrations import SynapseConfig
-from synapse_integrations.config import PAPER_RETRIEVAL
+from synapse_integrations.config import PAPER_DEFAULTS
 from synapse_integrations.core.dynamics import propagation_matrix
 from synapse_integrations.core.scoring import hybrid_score
 from synapse_integrations.core.triggers import BM25Index, tokenize
@@ -78,11 +78,16 @@ def test_stopwords_do_not_match():
 def test_paper_preset_differs_only_in_the_listed_fields():
     paper, ours = SynapseConfig.paper(), SynapseConfig()
     differ = {k for k, v in paper.to_dict().items() if getattr(ours, k) != v}
-    assert differ == set(PAPER_RETRIEVAL)
+    assert differ == set(PAPER_DEFAULTS)
     assert (paper.iterations, paper.fan_exponent, paper.inhibition_beta, paper.weight_lexical,
-            paper.weight_pagerank, paper.gate_signal, paper.gate_tau) == \
-        (3, 1.0, 0.15, 0.0, 0.2, "activation", 0.12)
-    assert paper.graph_signature() == ours.graph_signature()  # same graph, other retrieval
+            paper.weight_pagerank, paper.gate_signal, paper.gate_tau,
+            paper.abstraction_scope) == \
+        (3, 1.0, 0.15, 0.0, 0.2, "activation", 0.12, "window")
+    # the abstraction scope shapes the graph: the two presets build different graphs
+    assert paper.graph_signature() != ours.graph_signature()
+    assert paper.replace(abstraction_scope="mentions").graph_signature() == ours.graph_signature()
+    with pytest.raises(ConfigError, match="abstraction_scope"):
+        SynapseConfig(abstraction_scope="session")
     with pytest.raises(ConfigError):
         SynapseConfig(gate_signal="vibes")
     with pytest.raises(ConfigError):

@@ -160,3 +160,19 @@ def test_config_fields_from_a_newer_version_are_ignored_with_a_warning(tmp_path,
     episodes = [n for n, d in mem.graph.nodes(data=True) if d["kind"] == "episode"]
     assert mem.verify().ok and sorted(episodes) == sorted(ids)
     mem.close()
+
+
+def test_a_config_saved_before_abstraction_scope_existed_loads_as_window_scope(tmp_path):
+    """Memories written before the field existed linked concepts to the whole window (or
+    to the mentioning turns when ``extra`` asked for it); loading one keeps its rule."""
+    path = tmp_path / "mem"
+    _, store = _memory_with_versions(path)
+    for extra, expected in (({}, "window"), ({"abstraction_scope": "mentions"}, "mentions")):
+        for v in store.versions():
+            folder = store._dir(v)
+            manifest = json.loads((folder / "manifest.json").read_text())
+            manifest["config"].pop("abstraction_scope", None)
+            manifest["config"]["extra"] = extra
+            (folder / "manifest.json").write_text(json.dumps(manifest))
+        with Synapse(path, embedder=HashEmbedder()) as mem:
+            assert mem.config.abstraction_scope == expected

@@ -148,6 +148,11 @@ def _stored_config(data: Any, *, warn: bool = True) -> SynapseConfig:
                 logger.warning("the snapshot's config has field(s) this version does not know, "
                                "ignored: %s", ", ".join(map(str, unknown)))
             data = {k: v for k, v in data.items() if k in known}
+        if "abstraction_scope" not in data:
+            # written before the field existed (0.1.0 betas): those memories linked each
+            # concept to its whole window unless ``extra`` asked for mentions
+            extra = data.get("extra") if isinstance(data.get("extra"), Mapping) else {}
+            data = {**data, "abstraction_scope": extra.get("abstraction_scope", "window")}
     return SynapseConfig.from_dict(data)
 
 
@@ -928,7 +933,7 @@ class Synapse:
                 touched[cid] = g.vectors[cid]
                 by_name[c.name.strip().lower()] = cid
                 targets = turns_ids
-                if cfg.extra.get("abstraction_scope") == "mentions" and c.source_ids:
+                if cfg.abstraction_scope == "mentions" and c.source_ids:
                     targets = [i for i in c.source_ids if i in window_set] or turns_ids
                 for e in targets:
                     g.add_edge(e, cid, kind="abstraction", weight=cfg.abstraction_weight)
