@@ -84,8 +84,7 @@ class BM25Index:
             self._stale = True
 
     def _build(self) -> None:
-        import bm25s
-
+        bm25s = _import_bm25s()
         self._ids = list(self._texts)
         if not self._ids:
             self._model = None
@@ -148,3 +147,15 @@ class BM25Index:
         top = top[np.lexsort((top, -scores[top]))]
         top = top[scores[top] > 0]
         return [ids[i] for i in top], scores[top]
+
+
+def _import_bm25s() -> Any:
+    """Import bm25s without letting it change logging: on import it sets its logger to
+    DEBUG, which prints a line per index build wherever the root logger shows DEBUG (and
+    overrode the level the CLI had set). The logger's previous level is put back."""
+    log = logging.getLogger("bm25s")
+    level = log.level
+    import bm25s
+
+    log.setLevel(level)
+    return bm25s
