@@ -136,14 +136,16 @@ def test_format_perf_table() -> None:
            "archive_check": {"nodes": 1000, "archived_nodes": 950, "active_nodes": 150,
                              "fresh_active_nodes": 148, "with_archive_ms": {"p50": 5.0, "p95": 6.0},
                              "fresh_ms": {"p50": 4.0, "p95": 5.0},
+                             "archive_dropped_ms": {"p50": 5.0, "p95": 6.0},
                              "dense_with_archive_ms": {"p50": 2.0, "p95": 3.0},
-                             "dense_fresh_ms": {"p50": 1.0, "p95": 2.0}, "ratio_p50": 1.25}}
+                             "dense_fresh_ms": {"p50": 1.0, "p95": 2.0}, "ratio_p50": 1.0,
+                             "ratio_fresh_p50": 1.25}}
     table = format_perf_table(res)
     lines = table.splitlines()
     assert "1000" in lines[1] and "6.00/12.00" in lines[1] and "2.00" in lines[1]  # 6 / 3
     assert "1.50" in lines[2]  # 9 / 6
     assert "120.0 turns/s" in table and "8.25 ms" in table
-    assert "synthetic" in table and "ratio 1.25" in table
+    assert "synthetic" in table and "ratio 1.25" in table and "ratio 1.00" in table
 
 
 def test_peak_rss_is_positive() -> None:
@@ -169,7 +171,11 @@ def test_run_perf_tiny_without_the_model() -> None:
     check_perf_json(res, [60, 150])
     a = res["archive_check"]
     assert a["archived_nodes"] >= 90 and a["active_nodes"] < 60
-    assert a["fresh_active_nodes"] > 0 and a["ratio_p50"] > 0
+    assert a["fresh_active_nodes"] > 0 and a["ratio_p50"] > 0 and a["ratio_fresh_p50"] > 0
+    # the control has the same active graph and no archive left
+    assert (a["dropped_active_nodes"], a["dropped_active_edges"]) == \
+        (a["active_nodes"], a["active_edges"])
+    assert a["dropped_archived_nodes"] == 0
     assert any("archive check" in line for line in lines)
     json.dumps(res)  # JSON-ready
 
