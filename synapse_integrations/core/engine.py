@@ -26,7 +26,9 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -160,6 +162,8 @@ MAX_TEXT_CHARS = 100_000
 """Longest turn text accepted (characters). Longer text is refused with a clear error
 rather than chunked: one turn is one episodic node, and the embedder reads only its first
 ~256 tokens anyway. Split long documents into several turns."""
+
+_NAME_CACHE_SIZE = 4096  # concept-name embeddings kept per engine
 
 _EDGE_KINDS = ("temporal", "abstraction", "association", "relation")
 
@@ -304,6 +308,12 @@ class Synapse:
         self._queries_in_window = 0
         self._window_active: set[str] = set()
         self._stale_pagerank = False  # PageRank is refreshed once after consolidation windows
+        # concept name -> embedding: speakers and recurring names are embedded once, not
+        # once per window (bounded; the embedder is fixed for the engine's life)
+        self._name_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        # concept vectors written once per add_turns()/consolidate() call instead of once
+        # per window (None: write at once); flushed before any snapshot is taken
+        self._deferred_concepts: set[str] | None = None
         self._restore_state(loaded)
         self._vectors.clear_index_slack()  # Chroma may have just rewritten its HNSW files
 
@@ -705,16 +715,21 @@ class Synapse:
             # look like a failed write (the caller would retry and duplicate them)
             failed: StorageError | ExtractionError | None = None
             n = self.config.consolidation_interval
-            for r, h in zip(rows, embs):
-                self._link_episode(r["id"], h, text=r["text"], speaker=r["speaker"], ts=r["ts"],
-                                   ingest_ts=now, metadata=r["metadata"], seq=r["seq"])
-                if failed is None and n and len(self._pending) >= n:
-                    pending = list(self._pending)
-                    try:
-                        self._consolidate(self._pending[:n])
-                    except (StorageError, ExtractionError) as exc:
-                        self._pending = pending  # the window is retried at the next write
-                        failed = exc
+            try:
+                with self._batched_concept_writes():
+                    for r, h in zip(rows, embs):
+                        self._link_episode(r["id"], h, text=r["text"], speaker=r["speaker"],
+                                           ts=r["ts"], ingest_ts=now, metadata=r["metadata"],
+                                           seq=r["seq"])
+                        if failed is None and n and len(self._pending) >= n:
+                            pending = list(self._pending)
+                            try:
+                                self._consolidate(self._pending[:n])
+                            except (StorageError, ExtractionError) as exc:
+                                self._pending = pending  # retried at the next write
+                                failed = exc
+            except StorageError as exc:  # the batched concept write
+                failed = failed or exc
             if failed is None:
                 try:
                     self._after_windows()
@@ -858,6 +873,41 @@ class Synapse:
                 metas.append({"kind": "concept", "seq": d["seq"]})
         self._vectors.active.upsert(list(ids), embs, [nodes[i]["text"] for i in ids], metas)
 
+    def _embed_names(self, names: Sequence[str]) -> np.ndarray:
+        """Embeddings of concept names, from the name cache where possible."""
+        cache = self._name_vectors
+        missing = list(dict.fromkeys(n for n in names if n not in cache))
+        if missing:
+            for n, h in zip(missing, self._embedder.embed_documents(missing)):
+                cache[n] = h
+        out = []
+        for n in names:
+            cache.move_to_end(n)
+            out.append(cache[n])
+        while len(cache) > _NAME_CACHE_SIZE:
+            cache.popitem(last=False)
+        return np.stack(out)
+
+    @contextmanager
+    def _batched_concept_writes(self) -> Iterator[None]:
+        """Collect the concept vectors the windows inside touch and write them to Chroma in
+        one upsert on the way out (their latest values; concepts archived meanwhile are
+        skipped). Nothing reads Chroma's copy of a concept in between, and snapshots are
+        only taken after the flush, so a crash leaves no snapshot naming an unwritten
+        concept: its windows' turns are re-consolidated on the next open."""
+        self._deferred_concepts = set()
+        try:
+            yield
+        finally:
+            ids, self._deferred_concepts = self._deferred_concepts, None
+            live = [i for i in ids if i in self._graph and i in self._graph.vectors]
+            if live:
+                try:
+                    self._upsert(live, np.stack([self._graph.vectors[i] for i in live]))
+                except StorageError:
+                    self._needs_repair = True  # repair() writes the graph's vectors again
+                    raise
+
     # ------------------------------------------------------------------------------------
     # consolidation (Algorithm 1, lines 9-28)
     # ------------------------------------------------------------------------------------
@@ -868,10 +918,11 @@ class Synapse:
             start = time.perf_counter()
             n = self.config.consolidation_interval or max(1, len(self._pending))
             totals = [0, 0, 0, 0, 0, 0]
-            while self._pending:
-                window = self._pending[:n]
-                for k, v in enumerate(self._consolidate(window)):
-                    totals[k] += v
+            with self._batched_concept_writes():
+                while self._pending:
+                    window = self._pending[:n]
+                    for k, v in enumerate(self._consolidate(window)):
+                        totals[k] += v
             self._after_windows()
             return ConsolidationReport(totals[0], totals[1], totals[2], totals[3], totals[4],
                                        totals[5], time.perf_counter() - start)
@@ -899,7 +950,7 @@ class Synapse:
         touched: dict[str, np.ndarray] = {}
         by_name: dict[str, str] = {}
         if concepts:
-            embs = self._embedder.embed_documents([c.name.strip() for c in concepts])
+            embs = self._embed_names([c.name.strip() for c in concepts])
             cids = g.ids("concept")
             mat = np.stack([g.vectors[c] for c in cids]) if cids else np.zeros((0, g.dim), np.float32)
             window_set = set(turns_ids := [t.id for t in turns])
@@ -956,7 +1007,10 @@ class Synapse:
                     g.add_edge(cid, cids[j], kind="association", weight=float(sims[j]))
                     g.add_edge(cids[j], cid, kind="association", weight=float(sims[j]))
                     picked += 1
-            self._upsert(list(touched), np.stack(list(touched.values())))
+            if self._deferred_concepts is not None:
+                self._deferred_concepts.update(touched)
+            else:
+                self._upsert(list(touched), np.stack(list(touched.values())))
         pruned = g.prune_incoming(list(touched) + window, cfg.prune_top_k)
         archived = self._dormancy_step()
         self._windows += 1
