@@ -75,6 +75,13 @@ class SynapseConfig:
             the query, so in [0, 1]) in the hybrid score. The paper uses BM25 only to pick
             anchors (0 here); see docs/benchmarks.md for why our default adds it.
         top_k: default number of items returned.
+        entity_feedback: ``r > 0`` runs a second pass: the named-entity concepts linked to
+            the first pass's ``r`` best episodes (not topics, not speakers, not already in
+            the query) are added to the lexical trigger's query, and triggers, dynamics and
+            score run again. It lets an answer that is linked to the question only through
+            an entity ("the person from the ski trip" -> Dana -> Dana's news) be found,
+            at the cost of a second pass; 0 (default) is the paper's single pass. See
+            docs/benchmarks.md for what it measured.
         gate_signal / gate_tau: reject when the top item's signal is below ``gate_tau``.
             ``"activation"`` (the paper): its activation; ``"similarity"``: its cosine with
             the query; ``"score"``: its hybrid score.
@@ -123,6 +130,7 @@ class SynapseConfig:
     pagerank_damping: float = 0.85
     top_k: int = 30
     score_all_nodes: bool = False
+    entity_feedback: int = 0
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
 
@@ -157,7 +165,8 @@ class SynapseConfig:
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")
         for name in ("association_top_k", "prune_top_k", "dormancy_windows", "anchor_top_k",
-                     "inhibition_top_m", "iterations", "top_k", "max_concepts_per_window"):
+                     "inhibition_top_m", "iterations", "top_k", "max_concepts_per_window",
+                     "entity_feedback"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                  f"{name} must be an int >= 0, got {v!r}")

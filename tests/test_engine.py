@@ -82,6 +82,77 @@ ANSWER = "Sam: Big news in the family, Dana got accepted into veterinary school.
 BRIDGE_QUESTION = "What is the person I went on the ski trip with going to study?"
 
 
+#: Other people's study plans, said between the ski trip and Dana's news: they match the
+#: question's "going to study" directly, which is what makes dense retrieval miss Dana.
+STUDY_PLANS = [
+    "Riley: My coworker is going to study photography at night school.",
+    "Sam: A friend of mine plans to learn Spanish next year.",
+    "Riley: The person next door is studying for a law exam.",
+    "Sam: My neighbour wants to take a pottery course.",
+    "Riley: Someone at the gym is going to study nursing.",
+    "Sam: I might study for a cooking certificate someday.",
+    "Riley: What do you think people should study these days?",
+    "Sam: I always wanted to study astronomy a bit more.",
+    "Riley: My brother is thinking about a degree in economics.",
+    "Sam: Our intern will study data science in the fall.",
+]
+
+
+def bridge_conversation_with_study_plans() -> list[dict]:
+    turns = bridge_conversation()
+    t = T0 + timedelta(days=40)
+    for j, text in enumerate(STUDY_PLANS):
+        turns.insert(40 + j, {"text": text, "speaker": text.split(":")[0],
+                              "timestamp": t + timedelta(minutes=j)})
+    return turns
+
+
+def test_bridge_concept_reaches_an_answer_dense_search_misses(memory):
+    """The answer shares no word with the question (cosine 0.26) and ten other turns match
+    "going to study" directly. Dense retrieval ranks it 15th. With ``entity_feedback`` the
+    first pass's best episode (the ski trip) names Dana; the second pass finds Dana's news
+    through the Dana concept, and the item's path says so. The single pass (the default)
+    does not reach it: docs/benchmarks.md, "The single-bridge case"."""
+    memory.add_turns(bridge_conversation_with_study_plans())
+    memory.consolidate()
+    k = 10
+    g = memory.graph
+    answer = next(n for n, d in g.nodes(data=True) if d["text"] == ANSWER)
+    q = memory._embedder.embed_query(BRIDGE_QUESTION)
+    dense, _ = memory.search_vectors(q, k, kind="episode")
+    assert answer not in dense, "the case must be one that dense retrieval misses"
+
+    cfg = memory.config.replace(entity_feedback=2)
+    res = memory.retrieve_by_vector(BRIDGE_QUESTION, q, k=4 * k, config=cfg)
+    top = [it.id for it in res.episodes()][:k]
+    assert answer in top
+    item = next(it for it in res.items if it.id == answer)
+    kinds = [g.nodes[p]["kind"] for p in item.path]
+    assert kinds == ["episode", "concept", "episode"]
+    assert g.nodes[item.path[1]]["name"] == "Dana"
+    assert g.nodes[item.path[0]]["text"].startswith("Sam: I just got back from a ski trip")
+    assert item.components.similarity < 0.3 and item.components.dense_rank is None
+
+
+def test_entity_feedback_skips_speakers_topics_and_names_already_asked(memory):
+    memory.add_turns(bridge_conversation())
+    memory.consolidate()
+    c = memory._graph.compiled()
+    cfg = memory.config.replace(entity_feedback=1)
+
+    def entities(question: str) -> list[str]:
+        q = memory._embedder.embed_query(question)
+        run = memory._retrieval_pass(c, cfg, question, np.clip(c.embeddings @ q, -1, 1), 40)
+        return sorted(memory.graph.nodes[e]["name"] for e in memory._feedback_entities(c, run, 1, question))
+
+    # the best episode is the ski-trip turn: its entities, not its speaker "Sam" nor its
+    # topics ("ski trip", "cousin"), and not what the question already names
+    assert entities("Sam's ski trip with a cousin") == ["Dana", "Whistler"]
+    assert entities("Sam's ski trip to Whistler with a cousin") == ["Dana"]
+    with pytest.raises(Exception, match="entity_feedback"):
+        SynapseConfig(entity_feedback=-1)
+
+
 def test_add_turn_builds_episodes_and_temporal_edges(memory):
     ids = [memory.add_turn(f"turn number {i} about gardening", speaker="Sam",
                            timestamp=T0 + timedelta(hours=i)) for i in range(3)]

@@ -63,7 +63,7 @@ from ..types import (
 from . import dynamics, scoring
 from .extraction import OfflineExtractor
 from .graph import MemoryGraph, temporal_weight
-from .triggers import BM25Index
+from .triggers import BM25Index, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -164,6 +164,26 @@ rather than chunked: one turn is one episodic node, and the embedder reads only 
 ~256 tokens anyway. Split long documents into several turns."""
 
 _NAME_CACHE_SIZE = 4096  # concept-name embeddings kept per engine
+
+#: Concept types that are not named entities, for ``entity_feedback`` (the offline
+#: extractor's key phrases).
+_NOT_ENTITY_TYPES = frozenset({"Topic"})
+
+
+@dataclass
+class _Pass:
+    """One retrieval pass: candidates (indices into the compiled graph) and their signals."""
+
+    cand: np.ndarray
+    order: np.ndarray
+    score: np.ndarray
+    sim: np.ndarray
+    activation: np.ndarray
+    pr: np.ndarray
+    lexical: np.ndarray | None
+    parents: np.ndarray | None
+    dense_rank: dict[str, int]
+    bm25_rank: dict[str, int]
 
 _EDGE_KINDS = ("temporal", "abstraction", "association", "relation")
 
@@ -1132,8 +1152,6 @@ class Synapse:
             c = self._graph.compiled()
             if c.n == 0:
                 return RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau)
-            dense_rank: dict[str, int] = {}
-            bm25_rank: dict[str, int] = {}
             # cosines of every active node: one float32 mat-vec over the in-memory copy of
             # the vectors Chroma holds. Exact (Chroma's HNSW is approximate, so its top-k
             # could differ after a reload) and cheaper than a Chroma round trip.
@@ -1143,73 +1161,135 @@ class Synapse:
                     f"query vector must be a finite array of shape ({c.embeddings.shape[1]},), "
                     f"got shape {qv.shape}")
             sim_all = np.clip(c.embeddings @ qv, -1.0, 1.0)
-            if cfg.use_dense:
-                top_dense = scoring.top_k(sim_all, min(cfg.anchor_top_k, c.n))
-                dense_rank = {c.ids[i]: r + 1 for r, i in enumerate(top_dense)}
-            if cfg.use_bm25:
-                ids, _ = self._bm25.query(query, cfg.anchor_top_k)
-                bm25_rank = {i: r + 1 for r, i in enumerate(ids) if i in c.index}
-            anchors = np.array(sorted({c.index[i] for i in (*dense_rank, *bm25_rank)}), dtype=np.int64)
-            if anchors.size == 0:
+            run = self._retrieval_pass(c, cfg, query, sim_all, k)
+            if run is None:
                 return RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau)
-
-            anchor_sim = sim_all[anchors].astype(np.float64)
-            parents = None
-            if cfg.use_activation:
-                a0 = np.zeros(c.n)
-                a0[anchors] = cfg.alpha * np.clip(anchor_sim, 0.0, None)
-                P = (c.propagation(use_fan_effect=cfg.use_fan_effect, fan_exponent=cfg.fan_exponent)
-                     if cfg.use_graph else sp.csr_array((c.n, c.n)))
-                spread = dynamics.spread_activation(
-                    a0, P, iterations=cfg.iterations, spreading_factor=cfg.spreading_factor,
-                    decay=cfg.decay if cfg.use_decay else 0.0,
-                    inhibition_beta=cfg.inhibition_beta, inhibition_top_m=cfg.inhibition_top_m,
-                    gamma=cfg.sigmoid_gamma, theta=cfg.sigmoid_theta,
-                    use_inhibition=cfg.use_inhibition, track_parents=True,
-                )
-                act_all = spread.activation
-                parents = spread.parent
-                active = np.flatnonzero(act_all > 0)
-                self._queries_in_window += 1
-                self._window_active.update(
-                    c.ids[i] for i in active[act_all[active] >= cfg.dormancy_epsilon])
-                cand = np.arange(c.n) if cfg.score_all_nodes else np.union1d(anchors, active)
-                activation = act_all[cand]
-            else:
-                cand = np.arange(c.n) if cfg.score_all_nodes else anchors
-                activation = np.zeros(cand.size)
-            sim = sim_all[cand].astype(np.float64)
-            pr = (self._graph.pagerank_array(cand) if (cfg.use_pagerank and cfg.use_graph)
-                  else np.zeros(cand.size))
-            lexical = None
-            if cfg.use_bm25 and cfg.weight_lexical > 0:
-                lex_all = self._bm25.scores_for(query, c.index, c.n)
-                best = float(lex_all.max()) if lex_all.size else 0.0
-                lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
-            score = scoring.hybrid_score(
-                sim, activation, pr, weight_similarity=cfg.weight_similarity,
-                weight_activation=cfg.weight_activation if cfg.use_activation else 0.0,
-                weight_pagerank=cfg.weight_pagerank if (cfg.use_pagerank and cfg.use_graph) else 0.0,
-                lexical=lexical, weight_lexical=cfg.weight_lexical,
-            )
-            order = scoring.top_k(score, min(k, cand.size))
-            top = order[0]
+            if cfg.entity_feedback and cfg.use_bm25 and cfg.use_graph:
+                found = self._feedback_entities(c, run, cfg.entity_feedback, query)
+                if found:
+                    names = " ".join(self._graph.g.nodes[e]["name"] for e in found)
+                    again = self._retrieval_pass(c, cfg, f"{query} {names}", sim_all, k)
+                    if again is not None:
+                        self._explain_feedback(c, run, again, found)
+                        run = again
+            top = run.order[0]
             if cfg.gate_signal == "score":
-                confidence = float(score[top])
+                confidence = float(run.score[top])
             elif cfg.gate_signal == "similarity" or not cfg.use_activation:
-                confidence = float(sim[top])
+                confidence = float(run.sim[top])
             else:
-                confidence = float(activation[top])
+                confidence = float(run.activation[top])
             rejected = cfg.use_gate and scoring.gate(confidence, tau=cfg.gate_tau)
             items = tuple(
-                self._item(c, int(cand[j]), float(score[j]),
-                           ScoreComponents(float(sim[j]), float(activation[j]), float(pr[j]),
-                                           bm25_rank.get(c.ids[cand[j]]), dense_rank.get(c.ids[cand[j]]),
-                                           float(lexical[j]) if lexical is not None else 0.0),
-                           parents)
-                for j in order
+                self._item(c, int(run.cand[j]), float(run.score[j]),
+                           ScoreComponents(float(run.sim[j]), float(run.activation[j]),
+                                           float(run.pr[j]), run.bm25_rank.get(c.ids[run.cand[j]]),
+                                           run.dense_rank.get(c.ids[run.cand[j]]),
+                                           float(run.lexical[j]) if run.lexical is not None else 0.0),
+                           run.parents)
+                for j in run.order
             )
             return RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau)
+
+    def _retrieval_pass(self, c: Any, cfg: SynapseConfig, query: str, sim_all: np.ndarray,
+                        k: int) -> _Pass | None:
+        """Triggers, dynamics and hybrid score for one query text (None: no anchor at all)."""
+        dense_rank: dict[str, int] = {}
+        bm25_rank: dict[str, int] = {}
+        if cfg.use_dense:
+            top_dense = scoring.top_k(sim_all, min(cfg.anchor_top_k, c.n))
+            dense_rank = {c.ids[i]: r + 1 for r, i in enumerate(top_dense)}
+        if cfg.use_bm25:
+            ids, _ = self._bm25.query(query, cfg.anchor_top_k)
+            bm25_rank = {i: r + 1 for r, i in enumerate(ids) if i in c.index}
+        anchors = np.array(sorted({c.index[i] for i in (*dense_rank, *bm25_rank)}), dtype=np.int64)
+        if anchors.size == 0:
+            return None
+
+        anchor_sim = sim_all[anchors].astype(np.float64)
+        parents = None
+        if cfg.use_activation:
+            a0 = np.zeros(c.n)
+            a0[anchors] = cfg.alpha * np.clip(anchor_sim, 0.0, None)
+            P = (c.propagation(use_fan_effect=cfg.use_fan_effect, fan_exponent=cfg.fan_exponent)
+                 if cfg.use_graph else sp.csr_array((c.n, c.n)))
+            spread = dynamics.spread_activation(
+                a0, P, iterations=cfg.iterations, spreading_factor=cfg.spreading_factor,
+                decay=cfg.decay if cfg.use_decay else 0.0,
+                inhibition_beta=cfg.inhibition_beta, inhibition_top_m=cfg.inhibition_top_m,
+                gamma=cfg.sigmoid_gamma, theta=cfg.sigmoid_theta,
+                use_inhibition=cfg.use_inhibition, track_parents=True,
+            )
+            act_all = spread.activation
+            parents = spread.parent
+            active = np.flatnonzero(act_all > 0)
+            self._queries_in_window += 1
+            self._window_active.update(
+                c.ids[i] for i in active[act_all[active] >= cfg.dormancy_epsilon])
+            cand = np.arange(c.n) if cfg.score_all_nodes else np.union1d(anchors, active)
+            activation = act_all[cand]
+        else:
+            cand = np.arange(c.n) if cfg.score_all_nodes else anchors
+            activation = np.zeros(cand.size)
+        sim = sim_all[cand].astype(np.float64)
+        pr = (self._graph.pagerank_array(cand) if (cfg.use_pagerank and cfg.use_graph)
+              else np.zeros(cand.size))
+        lexical = None
+        if cfg.use_bm25 and cfg.weight_lexical > 0:
+            lex_all = self._bm25.scores_for(query, c.index, c.n)
+            best = float(lex_all.max()) if lex_all.size else 0.0
+            lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
+        score = scoring.hybrid_score(
+            sim, activation, pr, weight_similarity=cfg.weight_similarity,
+            weight_activation=cfg.weight_activation if cfg.use_activation else 0.0,
+            weight_pagerank=cfg.weight_pagerank if (cfg.use_pagerank and cfg.use_graph) else 0.0,
+            lexical=lexical, weight_lexical=cfg.weight_lexical,
+        )
+        order = scoring.top_k(score, min(k, cand.size))
+        return _Pass(cand, order, score, sim, activation, pr, lexical, parents, dense_rank,
+                     bm25_rank)
+
+    def _feedback_entities(self, c: Any, run: _Pass, top_r: int, query: str) -> dict[str, str]:
+        """Named-entity concepts linked to the first pass's ``top_r`` episodes: not topics,
+        not speakers (a speaker concept links to everything its speaker said), and not
+        already named in the query. Returns ``{entity id: the episode it came from}`` in
+        order of first appearance."""
+        g = self._graph.g
+        qwords = set(tokenize(query))
+        found: dict[str, str] = {}
+        tops = [c.ids[run.cand[j]] for j in run.order
+                if g.nodes[c.ids[run.cand[j]]]["kind"] == "episode"][:top_r]
+        for ep in tops:
+            speaker = str(g.nodes[ep].get("speaker") or "").lower()
+            for n in g.successors(ep):
+                d = g.nodes[n]
+                if d["kind"] != "concept" or d.get("ctype") in _NOT_ENTITY_TYPES:
+                    continue
+                if (d.get("attributes") or {}).get("kind") == "speaker" or \
+                        str(d["name"]).lower() == speaker:
+                    continue
+                words = set(tokenize(d["name"]))
+                if words and not words <= qwords:
+                    found.setdefault(n, ep)
+        return found
+
+    def _explain_feedback(self, c: Any, first: _Pass, second: _Pass,
+                          found: Mapping[str, str]) -> None:
+        """Anchors that only the expanded lexical trigger found were reached through an
+        entity of a first-pass episode: record that path (episode -> entity -> anchor)."""
+        if second.parents is None:
+            return
+        g = self._graph.g
+        seen_before = set(first.bm25_rank) | set(first.dense_rank)
+        for node_id in second.bm25_rank:
+            if node_id in seen_before or node_id in found:
+                continue
+            via = next((e for e in found if g.has_edge(e, node_id)), None)
+            if via is not None:
+                second.parents[c.index[node_id]] = c.index[via]
+        for e, ep in found.items():
+            if e in c.index and ep in c.index:
+                second.parents[c.index[e]] = c.index[ep]
 
     def search_vectors(self, q: np.ndarray, k: int, *, kind: str | None = None
                        ) -> tuple[list[str], np.ndarray]:
