@@ -67,19 +67,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"Q: {q['question']}   [{q['kind']}; expected: {q['expect']}]", file=out)
             verdict = ("REJECTED: nothing relevant in memory" if res.rejected else "accepted")
             print(f"gate: confidence {res.confidence:.3f} vs tau {res.gate_tau:.2f} -> {verdict}", file=out)
-            for rank, it in enumerate(res.items, 1):
-                c = it.components
-                when = it.timestamp.date().isoformat() if it.timestamp else "concept"
-                via = ""
-                if len(it.path) > 1:
-                    names = [mem.get(p)["text"][:24] for p in it.path[:-1]]
-                    via = "  via " + " -> ".join(repr(n) for n in names)
-                print(f" {rank:>2}. [{when}] score {it.score:.3f} (cos {c.similarity:.2f}, act "
-                      f"{c.activation:.2f}, pr {c.pagerank:.2f}, bm25 #{c.bm25_rank or '-'}, dense "
-                      f"#{c.dense_rank or '-'}) {it.text[:90]}{via}", file=out)
+            _print_items(mem, res, out, res.items)
+            if q["kind"] == "bridge":
+                # the default single pass rarely reaches a fact two hops away; the opt-in
+                # second pass puts the best match's named entities into the query
+                res = mem.retrieve(q["question"], k=4 * args.k,
+                                   config=mem.config.replace(entity_feedback=1))
+                print(f"same question with entity_feedback=1 (a second pass with the named "
+                      f"entities of the best match added to the query), first {args.k} turns:",
+                      file=out)
+                _print_items(mem, res, out, list(res.episodes())[:args.k])
     finally:
         mem.close()
     return 0
+
+
+def _print_items(mem: Any, res: Any, out: Any, items: Any) -> None:
+    for rank, it in enumerate(items, 1):
+        c = it.components
+        when = it.timestamp.date().isoformat() if it.timestamp else "concept"
+        via = ""
+        if len(it.path) > 1:
+            names = [mem.get(p)["text"][:24] for p in it.path[:-1]]
+            via = "  via " + " -> ".join(repr(n) for n in names)
+        print(f" {rank:>2}. [{when}] score {it.score:.3f} (cos {c.similarity:.2f}, act "
+              f"{c.activation:.2f}, pr {c.pagerank:.2f}, bm25 #{c.bm25_rank or '-'}, dense "
+              f"#{c.dense_rank or '-'}) {it.text[:90]}{via}", file=out)
 
 
 def _csv(kind: type) -> Any:

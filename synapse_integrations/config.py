@@ -77,11 +77,15 @@ class SynapseConfig:
         top_k: default number of items returned.
         entity_feedback: ``r > 0`` runs a second pass: the named-entity concepts linked to
             the first pass's ``r`` best episodes (not topics, not speakers, not already in
-            the query) are added to the lexical trigger's query, and triggers, dynamics and
-            score run again. It lets an answer that is linked to the question only through
-            an entity ("the person from the ski trip" -> Dana -> Dana's news) be found,
-            at the cost of a second pass; 0 (default) is the paper's single pass. See
+            the query) join the query (their names the lexical trigger's text, their mean
+            embedding the query vector with weight ``feedback_weight``), and triggers,
+            dynamics and score run again; the gate still judges the first pass. It lets an
+            answer linked to the question only through an entity ("the person from the
+            ski trip" -> Dana -> Dana's news) be found, at the cost of a second pass when
+            such entities exist; 0 (default) is the paper's single pass. See
             docs/benchmarks.md for what it measured.
+        feedback_weight: weight of the entities' mean embedding added to the (unit) query
+            vector by ``entity_feedback``.
         gate_signal / gate_tau: reject when the top item's signal is below ``gate_tau``.
             ``"activation"`` (the paper): its activation; ``"similarity"``: its cosine with
             the query; ``"score"``: its hybrid score.
@@ -131,6 +135,7 @@ class SynapseConfig:
     top_k: int = 30
     score_all_nodes: bool = False
     entity_feedback: int = 0
+    feedback_weight: float = 0.5
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
 
@@ -173,7 +178,8 @@ class SynapseConfig:
         need(self.top_k >= 1, f"top_k must be >= 1, got {self.top_k!r}")
         for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
                      "sigmoid_gamma", "weight_similarity", "weight_activation",
-                     "weight_pagerank", "weight_lexical", "fan_exponent", "gate_tau"):
+                     "weight_pagerank", "weight_lexical", "fan_exponent", "gate_tau",
+                     "feedback_weight"):
             v = getattr(self, name)
             need(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0,
                  f"{name} must be a finite number >= 0, got {v!r}")

@@ -1117,22 +1117,28 @@ class Synapse:
     # ------------------------------------------------------------------------------------
     # retrieval (sections 3.2-3.4)
     # ------------------------------------------------------------------------------------
-    def retrieve(self, query: str, k: int | None = None) -> RetrievalResult:
+    def retrieve(self, query: str, k: int | None = None, *,
+                 config: SynapseConfig | None = None) -> RetrievalResult:
         """Rank memories for ``query`` and apply the uncertainty gate.
+
+        ``config`` overrides the retrieval settings for this call only (see
+        :meth:`retrieve_by_vector`), e.g. a second pass through named entities:
 
         >>> res = mem.retrieve("What is Dana studying?", k=5)     # doctest: +SKIP
         >>> res.rejected, res.items[0].components.activation     # doctest: +SKIP
+        >>> mem.retrieve("What is the person from the ski trip studying?",
+        ...              config=mem.config.replace(entity_feedback=1))  # doctest: +SKIP
         """
         if not isinstance(query, str):
             raise InvalidTypeError(f"query must be a str, got {type(query).__name__}")
         if not query.strip():
             raise InvalidInputError("query must not be empty or whitespace")
         if k is None:
-            k = self.config.top_k
+            k = (config or self.config).top_k
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be an int >= 1, got {k!r}")
         q = self._embedder.embed_query(query)
-        return self.retrieve_by_vector(query, q, k=k)
+        return self.retrieve_by_vector(query, q, k=k, config=config)
 
     def retrieve_by_vector(self, query: str, q: np.ndarray, *, k: int | None = None,
                            config: SynapseConfig | None = None) -> RetrievalResult:
@@ -1164,14 +1170,7 @@ class Synapse:
             run = self._retrieval_pass(c, cfg, query, sim_all, k)
             if run is None:
                 return RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau)
-            if cfg.entity_feedback and cfg.use_bm25 and cfg.use_graph:
-                found = self._feedback_entities(c, run, cfg.entity_feedback, query)
-                if found:
-                    names = " ".join(self._graph.g.nodes[e]["name"] for e in found)
-                    again = self._retrieval_pass(c, cfg, f"{query} {names}", sim_all, k)
-                    if again is not None:
-                        self._explain_feedback(c, run, again, found)
-                        run = again
+            # the gate judges the question as asked (the feedback pass only re-ranks)
             top = run.order[0]
             if cfg.gate_signal == "score":
                 confidence = float(run.score[top])
@@ -1180,6 +1179,21 @@ class Synapse:
             else:
                 confidence = float(run.activation[top])
             rejected = cfg.use_gate and scoring.gate(confidence, tau=cfg.gate_tau)
+            if cfg.entity_feedback and cfg.use_graph:
+                found = self._feedback_entities(c, run, cfg.entity_feedback, query)
+                if found:
+                    # the entities join the query: their names the lexical trigger's text,
+                    # their mean vector the query vector (Rocchio-style, weight
+                    # feedback_weight), and the whole pass runs again
+                    ev = np.mean([self._graph.vectors[e] for e in found], axis=0)
+                    q2 = qv + np.float32(cfg.feedback_weight) * ev / max(float(np.linalg.norm(ev)), 1e-12)
+                    q2 = q2 / max(float(np.linalg.norm(q2)), 1e-12)
+                    names = " ".join(self._graph.g.nodes[e]["name"] for e in found)
+                    again = self._retrieval_pass(c, cfg, f"{query} {names}",
+                                                 np.clip(c.embeddings @ q2, -1.0, 1.0), k)
+                    if again is not None:
+                        self._explain_feedback(c, run, again, found)
+                        run = again
             items = tuple(
                 self._item(c, int(run.cand[j]), float(run.score[j]),
                            ScoreComponents(float(run.sim[j]), float(run.activation[j]),
@@ -1281,7 +1295,7 @@ class Synapse:
             return
         g = self._graph.g
         seen_before = set(first.bm25_rank) | set(first.dense_rank)
-        for node_id in second.bm25_rank:
+        for node_id in {**second.bm25_rank, **second.dense_rank}:
             if node_id in seen_before or node_id in found:
                 continue
             via = next((e for e in found if g.has_edge(e, node_id)), None)
@@ -1551,9 +1565,10 @@ class Synapse:
         """Async twin of :meth:`consolidate`."""
         return await self._run(self.consolidate)
 
-    async def aretrieve(self, query: str, k: int | None = None) -> RetrievalResult:
+    async def aretrieve(self, query: str, k: int | None = None, *,
+                        config: SynapseConfig | None = None) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
-        return await self._run(self.retrieve, query, k)
+        return await self._run(self.retrieve, query, k, config=config)
 
     async def aforget(self, ids: Sequence[str] | None = None, **kwargs: Any) -> list[str]:
         """Async twin of :meth:`forget`."""
