@@ -217,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="comma-separated sample ids (default: all)")
     loc.add_argument("--methods", type=_csv(str), default=None,
                      help="comma-separated methods (default: all): dense, bm25, hybrid_rrf, "
-                          "synapse, synapse-paper, synapse-no-gate, synapse-no-inhibition, "
+                          "synapse, synapse-paper, synapse-entity-feedback, synapse-no-gate, "
+                          "synapse-no-inhibition, "
                           "synapse-no-fan, synapse-no-decay, synapse-no-pagerank, "
                           "synapse-no-activation, synapse-no-graph")
     loc.add_argument("--k", type=_csv(int), default=None, help="comma-separated k (default 5,10,30)")

@@ -59,21 +59,27 @@ DEFAULT_KS: tuple[int, ...] = (5, 10, 30)
 BASELINES = ("dense", "bm25", "hybrid_rrf")
 _ABLATIONS = ("no-gate", "no-inhibition", "no-fan", "no-decay", "no-pagerank",
               "no-activation", "no-graph")
+#: Options of the engine that are off by default, measured as methods of their own.
+OPTIONS: dict[str, dict[str, Any]] = {"synapse-entity-feedback": {"entity_feedback": 1}}
 DEFAULT_METHODS: tuple[str, ...] = (
-    *BASELINES, "synapse-paper", "synapse", *(f"synapse-{a}" for a in _ABLATIONS))
+    *BASELINES, "synapse-paper", "synapse", *OPTIONS, *(f"synapse-{a}" for a in _ABLATIONS))
 
 
 def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig:
     """The engine configuration of a ``synapse*`` method name.
 
     ``synapse`` is ``base`` (default: ``SynapseConfig()``), ``synapse-paper`` the paper's
-    exact defaults, ``synapse-<ablation>`` a row of the paper's Table 3 applied to ``base``.
+    exact defaults, ``synapse-entity-feedback`` ``base`` with ``entity_feedback=1`` (a
+    second pass through named entities), ``synapse-<ablation>`` a row of the paper's
+    Table 3 applied to ``base``.
     """
     base = base or SynapseConfig()
     if name == "synapse":
         return base
     if name == "synapse-paper":
         return SynapseConfig.paper()
+    if name in OPTIONS:
+        return base.replace(**OPTIONS[name])
     if name.startswith("synapse-"):
         return SynapseConfig.ablation(name[len("synapse-"):], base=base)
     raise InvalidInputError(

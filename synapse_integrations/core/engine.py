@@ -170,6 +170,10 @@ _NAME_CACHE_SIZE = 4096  # concept-name embeddings kept per engine
 _NOT_ENTITY_TYPES = frozenset({"Topic"})
 
 
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
 @dataclass
 class _Pass:
     """One retrieval pass: candidates (indices into the compiled graph) and their signals."""
@@ -1185,9 +1189,8 @@ class Synapse:
                     # the entities join the query: their names the lexical trigger's text,
                     # their mean vector the query vector (Rocchio-style, weight
                     # feedback_weight), and the whole pass runs again
-                    ev = np.mean([self._graph.vectors[e] for e in found], axis=0)
-                    q2 = qv + np.float32(cfg.feedback_weight) * ev / max(float(np.linalg.norm(ev)), 1e-12)
-                    q2 = q2 / max(float(np.linalg.norm(q2)), 1e-12)
+                    ev = _unit(np.mean([self._graph.vectors[e] for e in found], axis=0))
+                    q2 = _unit(qv + np.float32(cfg.feedback_weight) * ev)
                     names = " ".join(self._graph.g.nodes[e]["name"] for e in found)
                     again = self._retrieval_pass(c, cfg, f"{query} {names}",
                                                  np.clip(c.embeddings @ q2, -1.0, 1.0), k)
