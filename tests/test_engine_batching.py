@@ -116,3 +116,19 @@ def test_name_cache_is_bounded(tmp_path, monkeypatch):
         assert out.shape == (5, 384)
         np.testing.assert_allclose(out[0], out[4])
         assert len(mem._name_vectors) == 3 and list(mem._name_vectors) == ["c", "d", "a"]
+
+
+def test_nested_batches_write_once_at_the_outer_exit(tmp_path):
+    with Synapse(tmp_path / "m", embedder=HashEmbedder()) as mem:
+        counter = CountingUpserts(mem._vectors.active)
+        mem._vectors.active = counter
+        with mem._batched_concept_writes():
+            mem.add_turns([{"text": t, "speaker": t.split(":")[0]} for t in TURNS[:10]])
+            mem.consolidate()
+            assert counter.concept_calls == 0
+            mem.add_turn(TURNS[10], speaker="Sam")
+            mem.save()  # a snapshot inside the batch writes what it names first
+            assert counter.concept_calls == 1
+        assert counter.concept_calls == 1  # nothing new since the save
+        mem._vectors.active = counter.inner
+        assert mem.verify().ok

@@ -622,6 +622,7 @@ class Synapse:
         """Write a snapshot of the graph (atomic). Returns its version number."""
         with self._lock:
             self._check_open()
+            self._flush_deferred_concepts()  # a snapshot never names an unwritten concept
             version = self._snapshots.save(
                 {
                     "graph": self._graph.to_json(),
@@ -918,19 +919,33 @@ class Synapse:
         one upsert on the way out (their latest values; concepts archived meanwhile are
         skipped). Nothing reads Chroma's copy of a concept in between, and snapshots are
         only taken after the flush, so a crash leaves no snapshot naming an unwritten
-        concept: its windows' turns are re-consolidated on the next open."""
+        concept: its windows' turns are re-consolidated on the next open. Nested uses
+        join the outer batch."""
+        if self._deferred_concepts is not None:
+            yield
+            return
         self._deferred_concepts = set()
         try:
             yield
         finally:
-            ids, self._deferred_concepts = self._deferred_concepts, None
-            live = [i for i in ids if i in self._graph and i in self._graph.vectors]
-            if live:
-                try:
-                    self._upsert(live, np.stack([self._graph.vectors[i] for i in live]))
-                except StorageError:
-                    self._needs_repair = True  # repair() writes the graph's vectors again
-                    raise
+            try:
+                self._flush_deferred_concepts()
+            finally:
+                self._deferred_concepts = None
+
+    def _flush_deferred_concepts(self) -> None:
+        """Write the concept vectors collected so far (if batching) and keep batching."""
+        ids = self._deferred_concepts
+        if not ids:
+            return
+        self._deferred_concepts = set()
+        live = [i for i in ids if i in self._graph and i in self._graph.vectors]
+        if live:
+            try:
+                self._upsert(live, np.stack([self._graph.vectors[i] for i in live]))
+            except StorageError:
+                self._needs_repair = True  # repair() writes the graph's vectors again
+                raise
 
     # ------------------------------------------------------------------------------------
     # consolidation (Algorithm 1, lines 9-28)
@@ -1297,16 +1312,20 @@ class Synapse:
         if second.parents is None:
             return
         g = self._graph.g
+        anchors = {**second.bm25_rank, **second.dense_rank}
+        # an entity hangs off its episode only when that episode is an anchor of this pass
+        # (parent -1), so the chains stay acyclic: anchor -> entity -> new anchor
+        linked = [e for e, ep in found.items()
+                  if e in c.index and ep in anchors and second.parents[c.index[ep]] == -1]
+        for e in linked:
+            second.parents[c.index[e]] = c.index[found[e]]
         seen_before = set(first.bm25_rank) | set(first.dense_rank)
-        for node_id in {**second.bm25_rank, **second.dense_rank}:
+        for node_id in anchors:
             if node_id in seen_before or node_id in found:
                 continue
-            via = next((e for e in found if g.has_edge(e, node_id)), None)
+            via = next((e for e in linked if g.has_edge(e, node_id)), None)
             if via is not None:
                 second.parents[c.index[node_id]] = c.index[via]
-        for e, ep in found.items():
-            if e in c.index and ep in c.index:
-                second.parents[c.index[e]] = c.index[ep]
 
     def search_vectors(self, q: np.ndarray, k: int, *, kind: str | None = None
                        ) -> tuple[list[str], np.ndarray]:
@@ -1325,11 +1344,11 @@ class Synapse:
         d = self._graph.g.nodes[node_id]
         path: list[str] = []
         if parents is not None:
-            j, guard = idx, 0
-            while j >= 0 and guard <= parents.size:
+            j, seen = idx, set()
+            while j >= 0 and j not in seen:  # parent chains are acyclic; never loop anyway
+                seen.add(j)
                 path.append(c.ids[j])
                 j = int(parents[j])
-                guard += 1
             path.reverse()
         return RetrievedItem(
             id=node_id, text=d["text"], kind=d["kind"], score=score, components=comp,
