@@ -28,6 +28,7 @@ import random
 import sys
 import time
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -135,6 +136,20 @@ def _forget_child(path: str, log_path: str, speaker: str, fsync_delay: float) ->
         time.sleep(1)
 
 
+def _fork(child: Any, log_path: str, *args: Any) -> None:
+    """Run ``child(*args)`` in a forked process (it works until killed) and print its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child(*args)
+        except BaseException as exc:  # an error is a test failure: say it in the log
+            with open(log_path, "a") as fh:
+                fh.write(f"ERROR {type(exc).__name__}: {exc}\n")
+        finally:
+            os._exit(1)
+    print(f"pid {pid}", flush=True)
+
+
 def main() -> None:
     for line in sys.stdin:
         cmd = line.split()
@@ -143,29 +158,9 @@ def main() -> None:
         if cmd[0] == "quit":
             return
         if cmd[0] == "run":
-            path, log_path, first, delay = cmd[1], cmd[2], int(cmd[3]), float(cmd[4])
-            pid = os.fork()
-            if pid == 0:  # the child: write until killed
-                try:
-                    _child(path, log_path, first, delay)
-                except BaseException as exc:  # an error is a test failure: say it in the log
-                    with open(log_path, "a") as fh:
-                        fh.write(f"ERROR {type(exc).__name__}: {exc}\n")
-                finally:
-                    os._exit(1)
-            print(f"pid {pid}", flush=True)
+            _fork(_child, cmd[2], cmd[1], cmd[2], int(cmd[3]), float(cmd[4]))
         elif cmd[0] == "forget":
-            path, log_path, speaker, delay = cmd[1], cmd[2], cmd[3], float(cmd[4])
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    _forget_child(path, log_path, speaker, delay)
-                except BaseException as exc:
-                    with open(log_path, "a") as fh:
-                        fh.write(f"ERROR {type(exc).__name__}: {exc}\n")
-                finally:
-                    os._exit(1)
-            print(f"pid {pid}", flush=True)
+            _fork(_forget_child, cmd[2], cmd[1], cmd[2], cmd[3], float(cmd[4]))
         elif cmd[0] == "reap":
             pid = int(cmd[1])
             _, status = os.waitpid(pid, 0)
