@@ -555,11 +555,12 @@ def archive_check(n: int, *, share: float, texts: Sequence[str], qvecs: np.ndarr
             for m, pr in zip(mems, probes):
                 _time_retrieve(m, pr[i], k)
         times: list[list[float]] = [[], [], []]
-        dense: list[list[float]] = [[], [], []]
+        dense: dict[int, list[float]] = {0: [], 2: []}  # the Chroma query, archive vs fresh
         for i in range(len(probes[0])):
             for j, (m, pr) in enumerate(zip(mems, probes)):
                 times[j].append(_time_retrieve(m, pr[i], k))
-                dense[j].append(_time_dense(m, pr[i], k))
+                if j in dense:
+                    dense[j].append(_time_dense(m, pr[i], k))
         with_archive, same, fresh = (_p(t) for t in times)
         return {
             "nodes": n,
