@@ -61,6 +61,9 @@ class SynapseConfig:
             consolidation windows are archived (moved out of the active graph, recoverable).
 
     Retrieval
+        model: the retrieval model (:mod:`synapse_integrations.core.models`): how energy
+            moves from the anchors through the memory. ``"synapse"`` (default) is the
+            paper's spreading activation.
         anchor_top_k: how many BM25 hits and how many dense hits seed the activation.
         alpha: initial activation ``a0 = alpha * cos(h_i, h_q)`` for anchors.
         spreading_factor (S), decay (delta), fan effect, inhibition (beta, M),
@@ -115,6 +118,7 @@ class SynapseConfig:
     max_concepts_per_window: int = 12
 
     # --- retrieval: triggers and dynamics (section 3.2)
+    model: str = "synapse"
     anchor_top_k: int = 20
     alpha: float = 1.0
     spreading_factor: float = 0.8
@@ -191,6 +195,52 @@ class SynapseConfig:
         need(self.gate_signal in ("activation", "similarity", "score"),
              f"gate_signal must be 'activation', 'similarity' or 'score', got {self.gate_signal!r}")
         need(self.use_bm25 or self.use_dense, "at least one of use_bm25 / use_dense must be on")
+        need(isinstance(self.model, str) and bool(self.model.strip()),
+             f"model must be the name of a retrieval model, got {self.model!r}")
+
+    # -- the switches, resolved into kernel arguments (the one place that does it) ---------
+    def propagation_params(self) -> dict[str, Any]:
+        """Keyword arguments of the propagation matrix (``Compiled.propagation``).
+
+        >>> SynapseConfig(use_fan_effect=False).propagation_params()
+        {'use_fan_effect': False, 'fan_exponent': 0.5}
+        """
+        return {"use_fan_effect": self.use_fan_effect, "fan_exponent": self.fan_exponent}
+
+    def spread_params(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`~synapse_integrations.core.dynamics.spread_activation`
+        (Eqs. 2-4), with the ablation switches applied (``use_decay=False``: decay 0).
+
+        >>> SynapseConfig(use_decay=False).spread_params()["decay"]
+        0.0
+        """
+        return {"iterations": self.iterations, "spreading_factor": self.spreading_factor,
+                "decay": self.decay if self.use_decay else 0.0,
+                "inhibition_beta": self.inhibition_beta,
+                "inhibition_top_m": self.inhibition_top_m, "gamma": self.sigmoid_gamma,
+                "theta": self.sigmoid_theta, "use_inhibition": self.use_inhibition}
+
+    @property
+    def uses_pagerank(self) -> bool:
+        """PageRank enters the score (it is a graph signal: off without the graph)."""
+        return self.use_pagerank and self.use_graph
+
+    @property
+    def uses_lexical_score(self) -> bool:
+        """The normalised BM25 score enters the hybrid score."""
+        return self.use_bm25 and self.weight_lexical > 0
+
+    def score_weights(self) -> dict[str, float]:
+        """The hybrid score's weights (Eq. 5 plus the lexical term), with the switches
+        applied: a signal that is off weighs 0.
+
+        >>> SynapseConfig(use_activation=False).score_weights()["weight_activation"]
+        0.0
+        """
+        return {"weight_similarity": self.weight_similarity,
+                "weight_activation": self.weight_activation if self.use_activation else 0.0,
+                "weight_pagerank": self.weight_pagerank if self.uses_pagerank else 0.0,
+                "weight_lexical": self.weight_lexical}
 
     # -- helpers -----------------------------------------------------------------------------
     @property

@@ -16,7 +16,7 @@ Edge attributes: ``kind`` ("temporal" | "abstraction" | "association" | "relatio
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,19 @@ def temporal_weight(dt_seconds: float, *, rho: float, seconds_per_unit: float) -
 
 @dataclass
 class Compiled:
-    """Array view of the active graph used by retrieval (derived, cached)."""
+    """Array view of the active graph used by retrieval (derived, cached until the graph
+    changes). This is the ``GraphView`` a retrieval model reads
+    (:mod:`synapse_integrations.core.models`): node ``k`` is ``ids[k]``, edges are the
+    parallel arrays ``src -> dst`` with ``weight``.
+
+    >>> import numpy as np
+    >>> view = Compiled.from_arrays(["a", "b"], np.eye(2, dtype=np.float32),
+    ...                             src=[0], dst=[1], weight=[0.5], is_episode=[True, False])
+    >>> view.n, view.index["b"], float(view.propagation(use_fan_effect=True).toarray()[1, 0])
+    (2, 1, 0.5)
+    >>> view.derived("double", lambda v: 2 * v.n)
+    4
+    """
 
     ids: list[str]
     index: dict[str, int]
@@ -49,12 +61,47 @@ class Compiled:
     dst: np.ndarray
     weight: np.ndarray
     is_episode: np.ndarray
+    # attribute name -> value per node (aligned with ids); None when built from arrays
+    node_attr: Callable[[str, Any], list[Any]] | None = None
     _matrices: dict[tuple[bool, float], sp.csr_array] = field(default_factory=dict)
     _pagerank: tuple[dict[str, float], np.ndarray] | None = None
+    _derived: dict[str, Any] = field(default_factory=dict)
+    _attrs: dict[str, list[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_arrays(cls, ids: Sequence[str], embeddings: np.ndarray, *, src: Sequence[int],
+                    dst: Sequence[int], weight: Sequence[float], is_episode: Sequence[bool],
+                    attrs: dict[str, Sequence[Any]] | None = None) -> Compiled:
+        """A view built directly from arrays (tests, benchmarks, hand-made graphs);
+        ``attrs`` maps an attribute name to its value per node."""
+        ids = list(ids)
+        table = {k: list(v) for k, v in (attrs or {}).items()}
+        return cls(ids, {n: k for k, n in enumerate(ids)},
+                   np.asarray(embeddings, dtype=np.float32),
+                   np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+                   np.asarray(weight, dtype=np.float64), np.asarray(is_episode, dtype=bool),
+                   node_attr=lambda name, default: table.get(name, [default] * len(ids)))
 
     @property
     def n(self) -> int:
         return len(self.ids)
+
+    def derived(self, key: str, build: Callable[[Compiled], Any]) -> Any:
+        """A structure derived from this view (a model's k-NN graph, say), built once per
+        view by ``build(view)`` and dropped with it when the graph changes."""
+        if key not in self._derived:
+            self._derived[key] = build(self)
+        return self._derived[key]
+
+    def node_values(self, name: str, default: Any = None) -> list[Any]:
+        """The node attribute ``name`` for every node, aligned with :attr:`ids` (``default``
+        where a node lacks it): ``ts`` (event time, epoch seconds), ``speaker``, ...
+        Cached per view."""
+        key = f"{name}\x00{default!r}"
+        if key not in self._attrs:
+            self._attrs[key] = (self.node_attr(name, default) if self.node_attr is not None
+                                else [default] * self.n)
+        return self._attrs[key]
 
     def propagation(self, *, use_fan_effect: bool, fan_exponent: float = 1.0) -> sp.csr_array:
         key = (use_fan_effect, float(fan_exponent) if use_fan_effect else 0.0)
@@ -253,7 +300,10 @@ class MemoryGraph:
                 src[k], dst[k], w[k] = index[u], index[v], d
             kinds = nx.get_node_attributes(self.g, "kind")
             is_ep = np.fromiter((kinds[n] == "episode" for n in ids), dtype=bool, count=len(ids))
-            self._compiled = Compiled(ids, index, emb, src, dst, w, is_ep)
+            nodes = self.g.nodes
+            self._compiled = Compiled(
+                ids, index, emb, src, dst, w, is_ep,
+                node_attr=lambda name, default: [nodes[n].get(name, default) for n in ids])
         return self._compiled
 
     def refresh_pagerank(self, *, damping: float) -> None:

@@ -1,0 +1,48 @@
+"""Retrieval models: how energy moves from a query's anchors through the memory.
+
+Every model implements :class:`~synapse_integrations.core.models.base.RetrievalModel`
+(one ``activate`` method over the compiled graph) and is registered here under the name
+``SynapseConfig(model=...)`` selects. ``synapse`` (the paper's spreading activation) is
+the default.
+
+>>> from synapse_integrations.core.models import get_model, model_names
+>>> get_model("synapse").name, "synapse" in model_names()
+('synapse', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...errors import ConfigError
+from .base import Activation, Query, RetrievalModel
+from .synapse import SynapseModel
+
+__all__ = ["Activation", "Query", "RetrievalModel", "get_model", "model_names", "register"]
+
+_REGISTRY: dict[str, Callable[[], RetrievalModel]] = {}
+
+
+def register(name: str, factory: Callable[[], RetrievalModel]) -> None:
+    """Make a model selectable as ``SynapseConfig(model=name)``; ``factory()`` builds it."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"a model name must be a non-empty str, got {name!r}")
+    _REGISTRY[name] = factory
+
+
+def model_names() -> list[str]:
+    """The registered model names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_model(name: str) -> RetrievalModel:
+    """A new instance of the model registered as ``name``."""
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown retrieval model {name!r}; choose one of "
+                          f"{', '.join(model_names())}") from None
+    return factory()
+
+
+register("synapse", SynapseModel)

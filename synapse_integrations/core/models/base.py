@@ -1,0 +1,89 @@
+"""The interface every retrieval model implements.
+
+A retrieval model decides how energy moves from a query's anchors through the memory:
+SYNAPSE's spreading activation (the default), and the other seed systems' dynamics as
+options. The pipeline around it (:mod:`synapse_integrations.core.retrieval`) is the same
+for every model: triggers pick the anchors, the model activates, the hybrid score ranks
+the candidates, the gate judges the top one, and the items are built.
+
+A model is a small object with a ``name`` and one method::
+
+    def activate(self, view: GraphView, query: Query, config: SynapseConfig) -> Activation
+
+It reads the compiled graph (``view``: node ids, unit embeddings, the edge arrays, cached
+derived structures) and the query (its text, its vector, its cosine to every node, its
+anchors), and returns an :class:`Activation`: a non-negative activation per node, and
+optionally the node that passed energy to each one (for explanations), the nodes to rank
+besides the anchors, and a score of its own. It must not change the view or the graph.
+
+Adding a model is one module plus one registration line in
+:mod:`synapse_integrations.core.models`::
+
+    register("my-model", MyModel)
+
+and ``SynapseConfig(model="my-model")`` selects it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ...config import SynapseConfig
+    from ..graph import Compiled as GraphView
+
+__all__ = ["Activation", "Query", "RetrievalModel"]
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a model knows about the question being asked.
+
+    Attributes:
+        text: the question (the lexical trigger's text: with ``entity_feedback`` it holds
+            the entity names the second pass added).
+        vector: the unit query embedding, shape ``(d,)``.
+        sim: cosine of every node of the view with ``vector``, shape ``(n,)``.
+        anchors: the indices (into the view) the triggers picked, sorted ascending.
+    """
+
+    text: str
+    vector: np.ndarray
+    sim: np.ndarray
+    anchors: np.ndarray
+
+
+@dataclass(frozen=True)
+class Activation:
+    """What a model returns.
+
+    Attributes:
+        activation: non-negative activation per node, shape ``(n,)``; it enters the
+            hybrid score with ``weight_activation``.
+        parents: for each node reached from another one, that node's index (``-1`` for
+            anchors and unreached nodes); ``None`` when the model keeps no paths.
+        reached: indices ranked besides the anchors; ``None`` means the nodes with
+            positive activation.
+        score: a score of the model's own per node, shape ``(n,)``, used to rank instead
+            of the hybrid score (a model whose paper defines its own ranking); ``None``
+            (the default) ranks by the hybrid score.
+    """
+
+    activation: np.ndarray
+    parents: np.ndarray | None = None
+    reached: np.ndarray | None = None
+    score: np.ndarray | None = None
+
+
+@runtime_checkable
+class RetrievalModel(Protocol):
+    """A retrieval model: see the module docstring."""
+
+    name: str
+
+    def activate(self, view: GraphView, query: Query, config: SynapseConfig) -> Activation:
+        """Activation of every node of ``view`` for ``query``."""
+        ...
