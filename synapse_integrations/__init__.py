@@ -12,15 +12,17 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from .config import SynapseConfig
-from .core.engine import ConsolidationReport, Synapse
+from .core.engine import Synapse
 from .core.extraction import LLMExtractor, OfflineExtractor
-from .embeddings import MiniLMEmbedder
+from .embeddings import HashingEmbedder, MiniLMEmbedder
 from .errors import (
     ConfigError,
     EmbeddingError,
     ExtractionError,
+    FirewallBlockedError,
     InvalidInputError,
     InvalidTypeError,
+    MemoryLockedError,
     MissingDependencyError,
     NamespaceError,
     NodeNotFoundError,
@@ -29,9 +31,14 @@ from .errors import (
     SynapseError,
     UnknownNamespaceError,
 )
+from .firewall import FirewallConfig
+from .pool import EnginePool
 from .types import (
     Concept,
+    ConsistencyReport,
+    ConsolidationReport,
     Extraction,
+    MemoryEngine,
     Relation,
     RetrievalResult,
     RetrievedItem,
@@ -47,13 +54,20 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "Concept",
     "ConfigError",
+    "ConsistencyReport",
     "ConsolidationReport",
     "EmbeddingError",
+    "EnginePool",
     "Extraction",
     "ExtractionError",
+    "FirewallBlockedError",
+    "FirewallConfig",
+    "HashingEmbedder",
     "InvalidInputError",
     "InvalidTypeError",
     "LLMExtractor",
+    "MemoryEngine",
+    "MemoryLockedError",
     "MiniLMEmbedder",
     "MissingDependencyError",
     "NamespaceError",

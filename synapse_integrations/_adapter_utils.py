@@ -8,10 +8,15 @@ module, so the LangChain, LlamaIndex and LangGraph adapters stay thin and agree 
 - :func:`item_metadata`: the metadata dict every adapter attaches to a retrieved memory
   (``id``, ``kind``, ``speaker``, ``timestamp`` as ISO 8601, ``score``, ``components``, ...);
 - :func:`format_memories`: the text a prompt sees, with an explicit "nothing in memory" line;
-- :class:`EnginePool`: one :class:`~synapse_integrations.Synapse` per namespace under one path,
-  for adapters whose namespace comes from the run (a user id, a thread id);
-- :func:`namespace_from_configurable`: the namespace rule for ``config["configurable"]``;
+- :data:`MEMORY_HEADER`, :data:`DEFAULT_NAMESPACE_KEYS`, :data:`DEFAULT_EMPTY_TEXT`: the
+  defaults every adapter shares;
+- :func:`resolve_engine`: a memory, a pool or a factory -> the memory for this run;
+- :func:`finished_turn`: the turns to record when a conversation turn ends, idempotent by
+  message id;
 - :func:`list_episodes`: the episodic nodes of a memory (active and archived) in order.
+
+:class:`~synapse_integrations.pool.EnginePool` (one memory per namespace) lives in
+:mod:`synapse_integrations.pool`.
 
 >>> from synapse_integrations._adapter_utils import namespace_from_configurable
 >>> namespace_from_configurable({"thread_id": "t1", "user_id": "u7"}, ("user_id", "thread_id"))
@@ -21,20 +26,21 @@ module, so the LangChain, LlamaIndex and LangGraph adapters stay thin and agree 
 from __future__ import annotations
 
 import importlib
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Union
 
-from .errors import InvalidInputError, InvalidTypeError, MissingDependencyError
-from .types import RetrievalResult, RetrievedItem
+from .errors import InvalidTypeError, MissingDependencyError
+from .pool import EnginePool, namespace_from_configurable
+from .types import MemoryEngine, RetrievalResult, RetrievedItem
 
 __all__ = [
     "DEFAULT_EMPTY_TEXT",
+    "DEFAULT_NAMESPACE_KEYS",
+    "MEMORY_HEADER",
     "EnginePool",
     "EngineSource",
+    "finished_turn",
     "format_memories",
     "item_metadata",
     "list_episodes",
@@ -42,6 +48,13 @@ __all__ = [
     "require",
     "resolve_engine",
 ]
+
+#: The ``config["configurable"]`` keys that name a run's memory, first match wins: one
+#: memory per user across threads, else one per thread.
+DEFAULT_NAMESPACE_KEYS = ("user_id", "thread_id")
+
+#: The line above the memories in the text a model sees.
+MEMORY_HEADER = "Long-term memories that may be relevant (from SYNAPSE):"
 
 #: What a prompt sees when the gate rejected the query or memory is empty.
 DEFAULT_EMPTY_TEXT = "Nothing relevant in memory."
@@ -103,113 +116,17 @@ def format_memories(result: RetrievalResult | Iterable[RetrievedItem], *,
     return "\n".join(_line(it) for it in items) if items else empty
 
 
-def namespace_from_configurable(configurable: Mapping[str, Any] | None,
-                                keys: Sequence[str], *, default: str | None = None) -> str:
-    """The memory namespace for a run: ``"<key>=<value>"`` for the FIRST of ``keys`` present
-    in ``configurable`` (so with ``("user_id", "thread_id")`` a user's memory is shared by
-    all their threads, and a run without a user id gets a per-thread memory).
-
-    Raises :class:`InvalidInputError` when none is present and no ``default`` is given.
-    """
-    configurable = configurable or {}
-    for key in keys:
-        value = configurable.get(key)
-        if value is not None and str(value).strip():
-            return f"{key}={value}"
-    if default is not None:
-        return default
-    raise InvalidInputError(
-        f"no memory namespace: pass one of {list(keys)} in config['configurable'], e.g. "
-        f"graph.invoke(..., config={{'configurable': {{'{keys[0] if keys else 'thread_id'}': '42'}}}})"
-    )
+EngineSource = Union[MemoryEngine, EnginePool, Callable[[str], MemoryEngine]]
+"""A memory for every run, a pool (a memory per namespace), or a factory namespace -> memory."""
 
 
-class EnginePool:
-    """One :class:`~synapse_integrations.Synapse` per namespace, all under one ``path``.
-
-    Adapters whose memory namespace is chosen per run (LangGraph nodes, the store, agent
-    middleware) take a pool; each namespace's engine is opened on first use and kept open.
-
-    >>> from synapse_integrations._adapter_utils import EnginePool
-    >>> pool = EnginePool("./memory")                 # doctest: +SKIP
-    >>> pool.get("user_id=42").add_turn("I like tea")   # doctest: +SKIP
-    >>> pool.close()                                    # doctest: +SKIP
-
-    Args:
-        path: folder of the embedded Chroma and the snapshots; ``None`` for a temporary one
-            (removed by :meth:`close`).
-        **engine_kwargs: passed to every ``Synapse(...)`` (``embedder``, ``config``,
-            ``client``, ``extractor``, ...).
-    """
-
-    def __init__(self, path: str | Path | None = None, **engine_kwargs: Any) -> None:
-        import shutil
-        import tempfile
-
-        self._owns_path = path is None
-        self.path = Path(tempfile.mkdtemp(prefix="synapse-pool-")) if path is None else Path(path)
-        self._rmtree = shutil.rmtree
-        self._kwargs = dict(engine_kwargs)
-        self._engines: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def get(self, namespace: str) -> Any:
-        """The engine of ``namespace`` (opened, or created, on first use)."""
-        from .core.engine import Synapse
-
-        with self._lock:
-            engine = self._engines.get(namespace)
-            if engine is None:
-                engine = Synapse(self.path, namespace=namespace, **self._kwargs)
-                self._engines[namespace] = engine
-            return engine
-
-    def opened(self) -> list[str]:
-        """Namespaces whose engine is open in this pool."""
-        with self._lock:
-            return sorted(self._engines)
-
-    def namespaces(self) -> list[str]:
-        """Namespaces stored under ``path`` plus those opened in this process."""
-        from .core.engine import Synapse
-
-        with self._lock:
-            opened = set(self._engines)
-        stored = set(Synapse.namespaces(self.path)) if (self.path / "chroma").exists() else set()
-        return sorted(opened | stored)
-
-    def save(self) -> None:
-        """Snapshot every open engine."""
-        with self._lock:
-            for engine in self._engines.values():
-                engine.save()
-
-    def close(self) -> None:
-        """Close (and snapshot) every open engine; a temporary pool is deleted."""
-        with self._lock:
-            for engine in self._engines.values():
-                engine.close()
-            self._engines.clear()
-            if self._owns_path:
-                self._rmtree(self.path, ignore_errors=True)
-
-    def __enter__(self) -> EnginePool:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-EngineSource = Any  # a Synapse, an EnginePool, or a callable namespace -> Synapse
-
-
-def resolve_engine(source: EngineSource, namespace: Callable[[], str]) -> Any:
+def resolve_engine(source: EngineSource, namespace: Callable[[], str]) -> MemoryEngine:
     """The engine to use: ``source`` itself when it is one engine, else the pool's (or the
     factory's) engine for ``namespace()`` (called only then)."""
     if isinstance(source, EnginePool):
         return source.get(namespace())
     if hasattr(source, "retrieve") and hasattr(source, "add_turns"):
-        return source
+        return source  # type: ignore[return-value]
     if callable(source):
         return source(namespace())
     raise InvalidTypeError(
@@ -217,12 +134,48 @@ def resolve_engine(source: EngineSource, namespace: Callable[[], str]) -> Any:
     )
 
 
-def list_episodes(engine: Any, *, include_archived: bool = True) -> list[dict[str, Any]]:
+def list_episodes(engine: MemoryEngine, *, include_archived: bool = True) -> list[dict[str, Any]]:
     """Episodic nodes of ``engine`` as ``{"id", "text", "speaker", "ts", "seq", "metadata", ...}``
     dicts in ingestion order (archived episodes included unless asked otherwise)."""
-    with getattr(engine, "_lock", None) or nullcontext():
-        rows = [{"id": n, **d} for n, d in engine.graph.nodes(data=True) if d.get("kind") == "episode"]
-        if include_archived:
-            rows += [r for r in engine.archived() if r.get("kind") == "episode"]
-    rows.sort(key=lambda r: r.get("seq", 0))
-    return rows
+    return engine.episodes(include_archived=include_archived)
+
+
+def _message_text(message: Any) -> str:
+    text = getattr(message, "text", None)
+    if callable(text):  # older message classes: text() is a method
+        text = text()
+    return text if isinstance(text, str) else str(getattr(message, "content", ""))
+
+
+_AI_TYPES = ("ai", "AIMessageChunk")
+_HUMAN_TYPES = ("human", "HumanMessageChunk")
+
+
+def finished_turn(messages: Sequence[Any], engine: MemoryEngine, *, user_speaker: str,
+                  ai_speaker: str) -> list[dict[str, Any]]:
+    """The turns to record when a conversation turn has ended: the final answer (the last
+    AI message, when it calls no tool and has text) and the user message before it.
+
+    ``messages`` are LangChain-style messages (``type`` ``"human"``/``"ai"``, ``text``,
+    ``id``, ``tool_calls``). A message with an id is stored as ``"msg-<id>"`` and skipped
+    when the memory already holds it, so replaying a turn (a retried node, a resumed
+    thread) records nothing twice. Returns ``[]`` when the turn has not ended.
+    """
+    answer = next((i for i in range(len(messages) - 1, -1, -1)
+                   if getattr(messages[i], "type", None) in _AI_TYPES), None)
+    if answer is None or getattr(messages[answer], "tool_calls", None) \
+            or not _message_text(messages[answer]).strip():
+        return []
+    human = next((m for m in reversed(messages[:answer])
+                  if getattr(m, "type", None) in _HUMAN_TYPES and _message_text(m).strip()), None)
+    turns = []
+    for message, speaker in ((human, user_speaker), (messages[answer], ai_speaker)):
+        if message is None:
+            continue
+        turn: dict[str, Any] = {"text": _message_text(message), "speaker": speaker}
+        if getattr(message, "id", None):
+            turn["id"] = f"msg-{message.id}"
+            if engine.contains(turn["id"]):
+                continue  # recorded already
+        turns.append(turn)
+    return turns

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from .errors import ConfigError
+from .presets import ABLATIONS, PAPER_DEFAULTS
 
 TimeUnit = Literal["seconds", "minutes", "hours", "days"]
 GateSignal = Literal["activation", "similarity", "score"]
@@ -304,30 +305,9 @@ class SynapseConfig:
         False
         """
         base = base or cls()
-        table: dict[str, dict[str, Any]] = {
-            "full": {},
-            "no-gate": {"use_gate": False},
-            "no-inhibition": {"use_inhibition": False},
-            "no-fan": {"use_fan_effect": False},
-            "no-decay": {"use_decay": False},
-            "no-pagerank": {"use_pagerank": False},
-            "no-activation": {"use_activation": False},
-            "no-graph": {"use_graph": False},
-        }
-        if name not in table:
-            raise ConfigError(f"unknown ablation {name!r}; choose one of {sorted(table)}")
-        return base.replace(**table[name])
+        if name not in ABLATIONS:
+            raise ConfigError(f"unknown ablation {name!r}; choose one of {sorted(ABLATIONS)}")
+        return base.replace(**ABLATIONS[name])
 
 
-#: The paper's values of every field whose default we changed (``SynapseConfig.paper()``).
-PAPER_DEFAULTS: dict[str, Any] = {
-    "abstraction_scope": "window",
-    "anchor_top_k": 10,
-    "inhibition_beta": 0.15,
-    "iterations": 3,
-    "fan_exponent": 1.0,
-    "weight_pagerank": 0.2,
-    "weight_lexical": 0.0,
-    "gate_signal": "activation",
-    "gate_tau": 0.12,
-}
+__all__ = ["PAPER_DEFAULTS", "SynapseConfig"]

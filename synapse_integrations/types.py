@@ -1,10 +1,15 @@
-"""Plain data types shared by the engine, the extractors and the adapters."""
+"""Plain data types shared by the engine, the extractors and the adapters, and the
+Protocols that name what each collaborator must provide: an :class:`Embedder`, an
+:class:`Extractor`, and the :class:`MemoryEngine` the framework adapters talk to (the
+:class:`~synapse_integrations.Synapse` engine, or anything with the same methods).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 NodeKind = Literal["episode", "concept"]
 EdgeKind = Literal["temporal", "abstraction", "association", "relation"]
@@ -134,3 +139,130 @@ class RetrievalResult:
         timed = [it for it in self.items if it.timestamp is not None]
         untimed = [it for it in self.items if it.timestamp is None]
         return sorted(timed, key=lambda it: it.timestamp) + untimed  # type: ignore[arg-type,return-value]
+
+
+@dataclass(frozen=True)
+class ConsolidationReport:
+    """What one call of :meth:`Synapse.consolidate` did."""
+
+    windows: int
+    episodes: int
+    concepts_created: int
+    concepts_merged: int
+    edges_pruned: int
+    archived: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ConsistencyReport:
+    """What :meth:`Synapse.verify` found (and :meth:`Synapse.repair` did).
+
+    ``ok`` is True when the graph, the Chroma collections, the BM25 index and the
+    in-memory vectors agree (after repair: when they agree now). Id tuples list the
+    disagreements found; ``actions`` says, in words, what repair changed.
+    """
+
+    ok: bool
+    episodes: int
+    concepts: int
+    archived: int
+    vectors: int
+    missing_vectors: tuple[str, ...] = ()      # graph nodes with no vector in Chroma
+    orphan_vectors: tuple[str, ...] = ()       # Chroma vectors with no graph node
+    archive_missing: tuple[str, ...] = ()      # archived nodes with no archived vector
+    archive_orphans: tuple[str, ...] = ()      # archived vectors with no archived node
+    problems: tuple[str, ...] = ()             # everything found, in words
+    actions: tuple[str, ...] = ()              # what repair did, in words
+    repaired: bool = False
+    seconds: float = 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# Protocols
+# ---------------------------------------------------------------------------------------
+@runtime_checkable
+class Embedder(Protocol):
+    """What the engine needs from an embedder (a subset of LangChain's ``Embeddings``)."""
+
+    def embed_documents(self, texts: list[str]) -> Any: ...
+
+    def embed_query(self, text: str) -> Any: ...
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """Anything that turns one consolidation window of turns into an :class:`Extraction`."""
+
+    def extract(self, turns: Sequence[Turn]) -> Extraction:
+        """Extract concepts and relations from ``turns`` (one consolidation window)."""
+        ...
+
+    async def aextract(self, turns: Sequence[Turn]) -> Extraction:
+        """Async twin of :meth:`extract`."""
+        ...
+
+
+@runtime_checkable
+class MemoryEngine(Protocol):
+    """The memory the framework adapters use: :class:`~synapse_integrations.Synapse`
+    implements it; so can a client of a remote memory.
+
+    Turns are dicts (``text`` and optional ``speaker``, ``timestamp``, ``metadata``,
+    ``id``); episodes come back as dicts with ``id``, ``text``, ``speaker``, ``ts``,
+    ``seq``, ``metadata``.
+    """
+
+    def add_turn(self, text: str, *, speaker: str | None = None, timestamp: Any = None,
+                 metadata: Mapping[str, Any] | None = None, id: str | None = None) -> str: ...
+
+    def add_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]: ...
+
+    async def aadd_turn(self, text: str, **kwargs: Any) -> str: ...
+
+    async def aadd_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]: ...
+
+    def retrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult: ...
+
+    async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult: ...
+
+    def forget(self, ids: Sequence[str] | None = None, **criteria: Any) -> list[str]: ...
+
+    async def aforget(self, ids: Sequence[str] | None = None, **criteria: Any) -> list[str]: ...
+
+    def episodes(self, *, include_archived: bool = True) -> list[dict[str, Any]]: ...
+
+    def contains(self, node_id: str) -> bool: ...
+
+    def get(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+    def save(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------
+# events (Synapse.subscribe)
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WindowReport:
+    """Event: one consolidation window finished."""
+
+    episodes: int
+    concepts_created: int
+    concepts_merged: int
+    edges_pruned: int
+    archived: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class VectorWrite:
+    """Event: a batch of vectors was written to Chroma outside a window (``kind`` is
+    ``"concept"`` for the batched concept write at the end of ``add_turns``)."""
+
+    kind: str
+    count: int
+    seconds: float

@@ -38,6 +38,7 @@ from _safety_helpers import HashEmbedder  # noqa: E402
 
 from synapse_integrations import Synapse  # noqa: E402
 from synapse_integrations.storage import chroma as chroma_mod  # noqa: E402
+from synapse_integrations.storage import journal as journal_mod  # noqa: E402
 from synapse_integrations.storage import snapshots as snap_mod  # noqa: E402
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -122,8 +123,8 @@ def _forget_child(path: str, log_path: str, speaker: str, fsync_delay: float) ->
 
         setattr(owner, name, run)
 
-    traced(Synapse, "_write_forget_journal", "journal")
-    traced(Synapse, "_apply_forget", "apply")
+    traced(journal_mod.ForgetJournal, "write", "journal")
+    traced(Synapse, "_remove", "apply")
     traced(Synapse, "_finish_forget", "finish")
     traced(chroma_mod.ChromaVectors, "scrub", "scrub")
     if fsync_delay > 0:

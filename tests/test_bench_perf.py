@@ -9,7 +9,7 @@ import pytest
 
 from synapse_integrations.bench.perf import (
     HashingEmbedder,
-    _BufferedCollection,
+    _WindowTimes,
     format_perf_table,
     peak_rss_mb,
     run_perf,
@@ -18,7 +18,7 @@ from synapse_integrations.bench.perf import (
 )
 from synapse_integrations.cli import main
 from synapse_integrations.core.extraction import OfflineExtractor
-from synapse_integrations.types import Turn
+from synapse_integrations.types import Turn, VectorWrite, WindowReport
 
 RUN_KEYS = {"nodes", "edges", "synthetic", "retrieve_ms", "dense_only_ms", "activation_ms",
             "ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms", "peak_rss_mb"}
@@ -95,32 +95,19 @@ def test_hashing_embedder_unit_rows_and_word_overlap() -> None:
     np.testing.assert_array_equal(emb.embed_query("Dana"), HashingEmbedder(dim=64).embed_query("Dana"))
 
 
-class _FakeCollection:
-    name = "fake"
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[list[str], np.ndarray, list[str], list[dict]]] = []
-
-    def upsert(self, ids, embeddings, documents, metadatas) -> None:
-        self.calls.append((list(ids), np.asarray(embeddings), list(documents), list(metadatas)))
-
-    def count(self) -> int:
-        return sum(len(c[0]) for c in self.calls)
-
-
-def test_buffered_collection_keeps_the_last_write_and_flushes_before_reads() -> None:
-    inner = _FakeCollection()
-    buf = _BufferedCollection(inner)
-    buf.upsert(["a", "b"], np.eye(2), ["A", "B"], [{"k": 1}, {"k": 2}])
-    buf.upsert(["a"], np.array([[0.0, 2.0]]), ["A2"], [{"k": 3}])
-    assert inner.calls == []
-    assert buf.count() == 2  # a read flushes first: one batched write
-    ids, embs, docs, metas = inner.calls[0]
-    assert len(inner.calls) == 1
-    assert ids == ["b", "a"] and docs == ["B", "A2"] and metas == [{"k": 2}, {"k": 3}]
-    np.testing.assert_array_equal(embs, [[0.0, 1.0], [0.0, 2.0]])
-    buf.flush()  # nothing pending: no write
-    assert len(inner.calls) == 1 and buf.flush_ms >= 0.0
+def test_window_times_charge_each_window_its_share_of_the_batched_concept_write() -> None:
+    times = _WindowTimes()
+    times.record = True
+    for seconds in (0.001, 0.003):
+        times(WindowReport(5, 1, 0, 0, 0, seconds))
+    times(VectorWrite("concept", 7, 0.002))  # one write for both windows: 1 ms each
+    times(VectorWrite("episode", 10, 1.0))  # not a consolidation cost
+    times.end_call()
+    assert times.windows_ms == pytest.approx([2.0, 4.0])
+    times.record = False  # windows outside the recorded part of the build are dropped
+    times(WindowReport(5, 0, 0, 0, 0, 0.5))
+    times.end_call()
+    assert times.windows_ms == pytest.approx([2.0, 4.0])
 
 
 def _run(nodes: int, p50s: tuple[float, float, float]) -> dict:

@@ -134,7 +134,7 @@ def test_bridge_concept_reaches_an_answer_dense_search_misses(memory):
     assert g.nodes[item.path[0]]["text"].startswith("Sam: I just got back from a ski trip")
     # alone, the question is far from the answer; the feedback pass's query (question +
     # the Dana concept's vector) is what the item's similarity reports
-    asked = float(q @ memory._graph.vectors[answer])
+    asked = float(q @ memory._state.graph.vectors[answer])
     assert asked < 0.3 < item.components.similarity
     # the gate judges the question as asked: same decision with or without the second pass
     single = memory.retrieve_by_vector(BRIDGE_QUESTION, q, k=4 * k)
@@ -145,13 +145,16 @@ def test_bridge_concept_reaches_an_answer_dense_search_misses(memory):
 def test_entity_feedback_skips_speakers_topics_and_names_already_asked(memory):
     memory.add_turns(bridge_conversation())
     memory.consolidate()
-    c = memory._graph.compiled()
+    from synapse_integrations.core import retrieval
+
+    c = memory._state.compiled()
     cfg = memory.config.replace(entity_feedback=1)
 
     def entities(question: str) -> list[str]:
         q = memory._embedder.embed_query(question)
-        run = memory._retrieval_pass(c, cfg, question, np.clip(c.embeddings @ q, -1, 1), 40)
-        return sorted(memory.graph.nodes[e]["name"] for e in memory._feedback_entities(c, run, 1, question))
+        run = retrieval.run_pass(c, memory._state, cfg, memory._retriever.model(cfg.model),
+                                 question, q, np.clip(c.embeddings @ q, -1, 1), 40)
+        return sorted(memory.graph.nodes[e]["name"] for e in retrieval.feedback_entities(memory._state, c, run, 1, question))
 
     # the best episode is the ski-trip turn: its entities, not its speaker "Sam" nor its
     # topics ("ski trip", "cousin"), and not what the question already names

@@ -43,43 +43,43 @@ TURNS = [f"{who}: turn {i} about Dana and the Whistler trip, topic{i % 4}"
 
 def _stored_concepts(mem: Synapse) -> dict[str, np.ndarray]:
     ids = [n for n, d in mem.graph.nodes(data=True) if d["kind"] == "concept"]
-    got = mem._vectors.active._col.get(ids=ids, include=["embeddings"])
-    return dict(zip(got["ids"], np.asarray(got["embeddings"])))
+    got, vectors, _ = mem._state.vectors.active.get(ids)
+    return dict(zip(got, vectors))
 
 
 def test_one_concept_write_per_add_turns_call_with_the_latest_vectors(tmp_path):
     with Synapse(tmp_path / "m", embedder=HashEmbedder()) as mem:
-        counter = CountingUpserts(mem._vectors.active)
-        mem._vectors.active = counter
+        counter = CountingUpserts(mem._state.vectors.active)
+        mem._state.vectors.active = counter
         mem.add_turns([{"text": t, "speaker": t.split(":")[0]} for t in TURNS])  # 8 windows
         assert mem.stats()["windows"] == 8
         assert counter.concept_calls == 1
-        mem._vectors.active = counter.inner
+        mem._state.vectors.active = counter.inner
         stored = _stored_concepts(mem)
         concepts = [n for n, d in mem.graph.nodes(data=True) if d["kind"] == "concept"]
         assert sorted(stored) == sorted(concepts)
         # merged concepts moved by EMA in later windows: Chroma holds the final vector
         for cid in concepts:
-            np.testing.assert_allclose(stored[cid], mem._graph.vectors[cid], atol=1e-6)
+            np.testing.assert_allclose(stored[cid], mem._state.graph.vectors[cid], atol=1e-6)
         assert mem.verify().ok
 
 
 def test_consolidate_writes_its_concepts_once(tmp_path):
     with Synapse(tmp_path / "m", embedder=HashEmbedder()) as mem:
-        counter = CountingUpserts(mem._vectors.active)
-        mem._vectors.active = counter
+        counter = CountingUpserts(mem._state.vectors.active)
+        mem._state.vectors.active = counter
         for t in TURNS[:4]:
             mem.add_turn(t, speaker=t.split(":")[0])  # below one window: nothing written
         assert counter.concept_calls == 0
         mem.consolidate()
         assert counter.concept_calls == 1
-        mem._vectors.active = counter.inner
+        mem._state.vectors.active = counter.inner
         assert mem.verify().ok
 
 
 def test_a_failed_batched_write_keeps_the_turns_and_repair_restores_the_concepts(tmp_path):
     with Synapse(tmp_path / "m", embedder=HashEmbedder()) as mem:
-        inner = mem._vectors.active
+        inner = mem._state.vectors.active
 
         class FailConcepts(CountingUpserts):
             def upsert(self, ids, embs, docs, metas):
@@ -87,10 +87,10 @@ def test_a_failed_batched_write_keeps_the_turns_and_repair_restores_the_concepts
                     raise StorageError("simulated outage during the concept write")
                 return self.inner.upsert(ids, embs, docs, metas)
 
-        mem._vectors.active = FailConcepts(inner)
+        mem._state.vectors.active = FailConcepts(inner)
         ids = mem.add_turns([{"text": t, "speaker": t.split(":")[0]} for t in TURNS[:10]])
         assert len(ids) == 10  # the turns are stored; the failure is logged, not raised
-        mem._vectors.active = inner
+        mem._state.vectors.active = inner
         assert not mem.verify().ok  # concepts without vectors in Chroma
         mem.repair()
         assert mem.verify().ok
@@ -108,21 +108,21 @@ def test_concept_names_are_embedded_once(tmp_path):
 
 
 def test_name_cache_is_bounded(tmp_path, monkeypatch):
-    import synapse_integrations.core.engine as engine
+    import synapse_integrations.core.consolidation as consolidation
 
-    monkeypatch.setattr(engine, "_NAME_CACHE_SIZE", 3)
+    monkeypatch.setattr(consolidation, "NAME_CACHE_SIZE", 3)
     with Synapse(tmp_path / "m", embedder=HashEmbedder()) as mem:
-        out = mem._embed_names(["a", "b", "c", "d", "a"])
+        out = mem._consolidator.names.embed(["a", "b", "c", "d", "a"])
         assert out.shape == (5, 384)
         np.testing.assert_allclose(out[0], out[4])
-        assert len(mem._name_vectors) == 3 and list(mem._name_vectors) == ["c", "d", "a"]
+        assert len(mem._consolidator.names) == 3 and mem._consolidator.names.names() == ["c", "d", "a"]
 
 
 def test_nested_batches_write_once_at_the_outer_exit(tmp_path):
     with Synapse(tmp_path / "m", embedder=HashEmbedder()) as mem:
-        counter = CountingUpserts(mem._vectors.active)
-        mem._vectors.active = counter
-        with mem._batched_concept_writes():
+        counter = CountingUpserts(mem._state.vectors.active)
+        mem._state.vectors.active = counter
+        with mem._state.batched_concept_writes():
             mem.add_turns([{"text": t, "speaker": t.split(":")[0]} for t in TURNS[:10]])
             mem.consolidate()
             assert counter.concept_calls == 0
@@ -130,5 +130,5 @@ def test_nested_batches_write_once_at_the_outer_exit(tmp_path):
             mem.save()  # a snapshot inside the batch writes what it names first
             assert counter.concept_calls == 1
         assert counter.concept_calls == 1  # nothing new since the save
-        mem._vectors.active = counter.inner
+        mem._state.vectors.active = counter.inner
         assert mem.verify().ok

@@ -78,7 +78,7 @@ def _assert_retrievable(mem: Synapse, emb: HashEmbedder, node_id: str, n: int) -
     asserted: after a SIGKILL it can miss a vector it stores; see docs/safety.md.)"""
     text = turn_text(n)
     q = emb.embed_query(text)
-    got, vecs, docs = mem._vectors.active.get([node_id], include_documents=True)
+    got, vecs, docs = mem._state.vectors.active.get([node_id], include_documents=True)
     assert got == [node_id] and docs == [text], f"turn {n} ({node_id}) is not in Chroma"
     assert float(vecs[0] @ q) > 0.999, f"turn {n} ({node_id}) has a wrong vector in Chroma"
     res = mem.retrieve(text, k=30)

@@ -81,13 +81,13 @@ def _assert_forgotten(mem: Synapse, path: Path, ids: dict[str, str], *, everythi
         assert ids[key] not in {a["id"] for a in mem.archived()}
     texts = [d["text"] for _, d in mem.graph.nodes(data=True)] + [a["text"] for a in mem.archived()]
     assert not any("zanzibarquokka" in t.casefold() or "vermillionkestrel" in t.casefold() for t in texts)
-    assert not any("zanzibarquokka" in t.casefold() for t in mem._bm25._texts.values())
-    assert mem._vectors.active.get([ids["secret"]])[0] == []
-    assert mem._vectors.archive.get([ids["archived"]])[0] == []
+    assert not any("zanzibarquokka" in t.casefold() for t in mem._state.bm25.documents().values())
+    assert mem._state.vectors.active.get([ids["secret"]])[0] == []
+    assert mem._state.vectors.archive.get([ids["archived"]])[0] == []
     fillers = [v for k, v in ids.items() if k.startswith("filler")]
     if everything:
         assert len(mem.graph) == written_after and not mem.archived()
-        assert mem._vectors.active.count() == written_after and mem._vectors.archive.count() == 0
+        assert mem._state.vectors.active.count() == written_after and mem._state.vectors.archive.count() == 0
         assert scan(path, (turn_text(0), turn_text(19))) == []
     else:
         assert all(f in mem.graph for f in fillers)
@@ -95,7 +95,7 @@ def _assert_forgotten(mem: Synapse, path: Path, ids: dict[str, str], *, everythi
         assert not any("zanzibarquokka" in it.text.casefold() for it in res.items)
     report = mem.verify()
     assert report.ok, report.problems
-    assert not mem._forget_journal_path().exists()
+    assert not mem._journal.exists()
 
 
 @pytest.mark.parametrize("how", sorted(FORGETS))

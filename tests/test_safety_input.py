@@ -293,7 +293,7 @@ def test_malformed_llm_extractor_output(tmp_path_factory, answers, strict):
 
     EXAMPLES["llm_output"] += 1
     m = _llm_memory(tmp_path_factory)
-    m._extractor = LLMExtractor(FakeListChatModel(responses=answers), strict=strict)
+    m._consolidator.extractor = LLMExtractor(FakeListChatModel(responses=answers), strict=strict)
     before_eps = sum(1 for _, d in m.graph.nodes(data=True) if d["kind"] == "episode")
     ids = m.add_turns([f"Dana met Sam in Lisbon, example {EXAMPLES['llm_output']}, turn {i}"
                        for i in range(5)])  # a full window: consolidation runs the extractor
@@ -304,14 +304,14 @@ def test_malformed_llm_extractor_output(tmp_path_factory, answers, strict):
         m.consolidate()
     except ExtractionError as exc:
         assert strict and "extraction failed" in str(exc)
-        assert set(ids) <= set(m._pending)  # not lost: retried at the next consolidation
+        assert set(ids) <= set(m._state.pending)  # not lost: retried at the next consolidation
     for n, d in m.graph.nodes(data=True):
         if d["kind"] == "concept":
             assert isinstance(d["text"], str) and d["text"].strip()
     _settled(m)
-    m._extractor = LLMExtractor(FakeListChatModel(responses=['{"nodes": []}'] * 50))
+    m._consolidator.extractor = LLMExtractor(FakeListChatModel(responses=['{"nodes": []}'] * 50))
     m.consolidate()
-    assert not m._pending
+    assert not m._state.pending
 
 
 _LLM_MEM: dict[str, Synapse] = {}

@@ -99,7 +99,7 @@ TAMPERS = ["pickle_instead_of_json", "truncated", "truncated_checksum_fixed", "m
 def test_bad_newest_snapshot_falls_back_and_loses_nothing(tmp_path, how, caplog):
     path = tmp_path / "mem"
     ids, store = _memory_with_versions(path)
-    newest = store._dir(store.versions()[-1])
+    newest = store.folder(store.versions()[-1])
     _tamper(how, newest, tmp_path)
     with caplog.at_level(logging.WARNING):
         mem = Synapse(path, embedder=HashEmbedder())
@@ -118,7 +118,7 @@ def test_no_good_snapshot_is_a_clear_error(tmp_path, how):
     path = tmp_path / "mem"
     ids, store = _memory_with_versions(path)
     for v in store.versions():
-        _tamper(how, store._dir(v), tmp_path)
+        _tamper(how, store.folder(v), tmp_path)
     with pytest.raises(SnapshotError) as info:
         Synapse(path, embedder=HashEmbedder())
     msg = str(info.value)
@@ -137,7 +137,7 @@ def test_snapshot_store_writes_json_only_and_keeps_n_versions(tmp_path):
     for i in range(6):
         store.save({"graph": {"i": i}}, meta={"note": "x"})
     assert store.versions() == [4, 5, 6]
-    folder = store._dir(6)
+    folder = store.folder(6)
     for f in folder.iterdir():
         json.loads(f.read_text("utf-8"))  # every file is plain JSON
     assert (tmp_path / "s" / "CURRENT").read_text().strip() == "v000006"
@@ -150,7 +150,7 @@ def test_config_fields_from_a_newer_version_are_ignored_with_a_warning(tmp_path,
     path = tmp_path / "mem"
     ids, store = _memory_with_versions(path)
     for v in store.versions():
-        folder = store._dir(v)
+        folder = store.folder(v)
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["config"]["a_field_from_the_future"] = 1
         (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -169,7 +169,7 @@ def test_a_config_saved_before_abstraction_scope_existed_loads_as_window_scope(t
     _, store = _memory_with_versions(path)
     for extra, expected in (({}, "window"), ({"abstraction_scope": "mentions"}, "mentions")):
         for v in store.versions():
-            folder = store._dir(v)
+            folder = store.folder(v)
             manifest = json.loads((folder / "manifest.json").read_text())
             manifest["config"].pop("abstraction_scope", None)
             manifest["config"]["extra"] = extra

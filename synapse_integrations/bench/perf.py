@@ -46,14 +46,15 @@ import random
 import resource
 import sys
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..config import SynapseConfig
+from ..embeddings import HashingEmbedder
 from ..errors import InvalidInputError
+from ..types import VectorWrite, WindowReport
 from .metrics import percentiles
 
 __all__ = [
@@ -165,46 +166,6 @@ def synthetic_queries(n: int, *, seed: int = 0) -> list[str]:
         topic=rng.choice(_TOPICS), when=rng.choice(_WHEN)) for _ in range(n)]
 
 
-class HashingEmbedder:
-    """Deterministic, model-free embedder for synthetic benchmark memories.
-
-    Each lower-cased word gets a fixed random unit vector (seeded by its CRC32); a text's
-    embedding is the sum of its words' vectors plus ``noise`` times a random unit vector
-    seeded by the whole text, normalised. Texts sharing words are close, as with a real
-    sentence encoder; the same name always embeds the same (so concepts dedup). Not a
-    semantic model: only for measuring cost.
-    """
-
-    def __init__(self, dim: int = 384, *, noise: float = 0.5) -> None:
-        self.dim = dim
-        self.noise = noise
-        self._words: dict[str, np.ndarray] = {}
-
-    def _unit(self, key: str, salt: int) -> np.ndarray:
-        v = np.random.default_rng([zlib.crc32(key.encode("utf-8")), salt]).standard_normal(self.dim)
-        return v / np.linalg.norm(v)
-
-    def _word(self, w: str) -> np.ndarray:
-        v = self._words.get(w)
-        if v is None:
-            v = self._words[w] = self._unit(w, 1)
-        return v
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.empty((len(texts), self.dim), dtype=np.float64)
-        for row, text in enumerate(texts):
-            words = [w.strip(".,;:?!'\"()") for w in text.lower().split()]
-            v = self.noise * self._unit(text, 2)
-            for w in words:
-                if w:
-                    v = v + self._word(w)
-            out[row] = v / np.linalg.norm(v)
-        return out.astype(np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
-
-
 # --------------------------------------------------------------------------------------------
 # measurement helpers
 # --------------------------------------------------------------------------------------------
@@ -214,60 +175,28 @@ def peak_rss_mb() -> float:
     return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
 
 
-class _BufferedCollection:
-    """Stands in for a memory's active vector collection while it is built: upserts are
-    buffered (last write per id wins) and written in one batch by :meth:`flush`, so the
-    final contents are the same as with the engine's write-per-window. Any read or delete
-    flushes first. The time spent flushing is kept so it can be charged to the windows."""
+class _WindowTimes:
+    """Collects consolidation-window times from a memory's events (``Synapse.subscribe``):
+    each window's own time, plus its share of the batched concept write that follows
+    the windows of an ``add_turns`` call."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self._rows: dict[str, tuple[np.ndarray, str, Any]] = {}
-        self.flush_ms = 0.0
-
-    def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
-               metadatas: Sequence[Any]) -> None:
-        for i, e, d, m in zip(ids, embeddings, documents, metadatas):
-            self._rows.pop(i, None)
-            self._rows[i] = (np.asarray(e, dtype=np.float32), d, m)
-
-    def flush(self) -> None:
-        if not self._rows:
-            return
-        t0 = time.perf_counter()
-        ids = list(self._rows)
-        rows = [self._rows[i] for i in ids]
-        self._rows = {}
-        self.inner.upsert(ids, np.stack([r[0] for r in rows]), [r[1] for r in rows],
-                          [r[2] for r in rows])
-        self.flush_ms += (time.perf_counter() - t0) * 1000.0
-
-    def __getattr__(self, attr: str) -> Any:  # query, get, delete, count: flush, then forward
-        self.flush()
-        return getattr(self.inner, attr)
-
-
-class _WindowTimer:
-    """Wraps a memory's consolidation step to time each window (bench only)."""
-
-    def __init__(self, mem: Any) -> None:
-        self.mem = mem
-        self.inner = mem._consolidate
-        self.times_ms: list[float] = []
+    def __init__(self) -> None:
         self.record = False
-        mem._consolidate = self
+        self.windows_ms: list[float] = []
+        self._open: list[float] = []  # windows since the last batched write
 
-    def __call__(self, window: list[str]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self.inner(window)
-        finally:
-            if self.record:
-                self.times_ms.append((time.perf_counter() - t0) * 1000.0)
+    def __call__(self, event: object) -> None:
+        if isinstance(event, WindowReport):
+            self._open.append(event.seconds * 1000.0)
+        elif isinstance(event, VectorWrite) and event.kind == "concept" and self._open:
+            share = event.seconds * 1000.0 / len(self._open)
+            self._open = [w + share for w in self._open]
 
-    def detach(self) -> None:
-        del self.mem._consolidate  # back to the class's method
+    def end_call(self) -> None:
+        """An ``add_turns`` call returned: its windows are complete."""
+        if self.record:
+            self.windows_ms += self._open
+        self._open = []
 
 
 def _build(n: int, *, seed: int, embedder: Any, config: SynapseConfig,
@@ -281,77 +210,54 @@ def _build(n: int, *, seed: int, embedder: Any, config: SynapseConfig,
     turns = synthetic_turns(n, seed=seed) if turns is None else turns
     mem = Synapse(None, namespace=desc, config=config, embedder=embedder,
                   client=ephemeral_client(), snapshot_every=10**9)
-    timer = _WindowTimer(mem)
-    buffered = _BufferedCollection(mem._vectors.active)
-    mem._vectors.active = buffered
+    times = _WindowTimes()
+    unsubscribe = mem.subscribe(times)
     interval = max(1, config.consolidation_interval or 5)
     chunk = max(interval, min(5000, len(turns)) // interval * interval)
     bar = progress(total=len(turns), desc=desc) if progress else None
-    windows_ms: list[float] = []
     try:
         last_tenth = len(turns) - max(len(turns) // 10, interval)
         for s in range(0, len(turns), chunk):
             part = turns[s:s + chunk]
-            timer.record = s + len(part) > last_tenth
-            before, seen = buffered.flush_ms, len(timer.times_ms)
-            mem.add_turns(part)
-            buffered.flush()  # the concept vectors of this chunk's windows, in one write
-            new = timer.times_ms[seen:]
-            if new:  # charge the batched concept write to the chunk's windows
-                share = (buffered.flush_ms - before) / len(new)
-                windows_ms += [w + share for w in new]
+            times.record = s + len(part) > last_tenth
+            mem.add_turns(part)  # episodes in one write, concepts in one write at the end
+            times.end_call()
             if bar is not None:
                 bar.update(len(part))
+        times.record = False
         mem.consolidate()
     finally:
-        buffered.flush()
-        mem._vectors.active = buffered.inner
-        timer.detach()
+        unsubscribe()
         if bar is not None:
             bar.close()
-    return mem, windows_ms
+    return mem, times.windows_ms
 
 
 class _Probe:
-    """Per-query inputs prepared outside the timed region."""
+    """Per-query inputs prepared outside the timed region: the query as the engine's
+    triggers see it (its cosines and its anchors)."""
 
     def __init__(self, mem: Any, text: str, q: np.ndarray) -> None:
-        cfg = mem.config
-        c = mem._graph.compiled()
-        dense, _ = mem.search_vectors(q, min(cfg.anchor_top_k, c.n))
-        lexical, _ = mem._bm25.query(text, cfg.anchor_top_k)
         self.text = text
         self.q = q
-        self.anchors = np.array(sorted({c.index[i] for i in (*dense, *lexical) if i in c.index}),
-                                dtype=np.int64)
-        sim = c.embeddings[self.anchors] @ q.astype(np.float32)
-        self.a0_values = cfg.alpha * np.clip(sim.astype(np.float64), 0.0, None)
+        with mem.inspect_retrieval() as steps:
+            self.query = steps.query(text, q, mem.config)
 
 
 def _dispose(mem: Any) -> None:
-    """Close a throwaway memory and drop its in-memory collections (frees their RAM)."""
-    try:
-        mem._vectors.drop()
-    finally:
-        mem.close()
+    """Erase a throwaway memory (its in-memory collections too: frees their RAM)."""
+    mem.drop()
     gc.collect()
 
 
 def _time_activation(mem: Any, probe: _Probe) -> float:
-    from ..core import dynamics
-
+    """The model's stage alone (SYNAPSE: Eqs. 1-4 on the cached propagation matrix,
+    parents tracked), seeded with the probe's real anchors, exactly as retrieval runs it."""
     cfg = mem.config
-    c = mem._graph.compiled()
-    t0 = time.perf_counter()
-    a0 = np.zeros(c.n)
-    a0[probe.anchors] = probe.a0_values
-    P = c.propagation(use_fan_effect=cfg.use_fan_effect)
-    dynamics.spread_activation(
-        a0, P, iterations=cfg.iterations, spreading_factor=cfg.spreading_factor,
-        decay=cfg.decay if cfg.use_decay else 0.0, inhibition_beta=cfg.inhibition_beta,
-        inhibition_top_m=cfg.inhibition_top_m, gamma=cfg.sigmoid_gamma,
-        theta=cfg.sigmoid_theta, use_inhibition=cfg.use_inhibition, track_parents=True)
-    return (time.perf_counter() - t0) * 1000.0
+    with mem.inspect_retrieval() as steps:
+        t0 = time.perf_counter()
+        steps.activate(probe.query, cfg)
+        return (time.perf_counter() - t0) * 1000.0
 
 
 def _time_retrieve(mem: Any, probe: _Probe, k: int) -> float:
@@ -542,9 +448,8 @@ def archive_check(n: int, *, share: float, texts: Sequence[str], qvecs: np.ndarr
             mems.append(mem)
             mem.archive(_old_and_their_concepts(mem.graph, turns[:keep_from], old))
         big, twin = mems
-        dropped = list(twin._graph.archive)
-        twin._graph.remove_nodes(dropped)  # the twin keeps its active graph and loses its archive
-        twin._vectors.archive.delete(dropped)
+        # the twin erases its archive for good and keeps its active graph
+        twin.forget(ids=[a["id"] for a in twin.archived()])
         small, _ = _build(n - keep_from, seed=seed, embedder=embedder, config=config,
                           progress=progress, desc=f"perf-fresh-{n - keep_from}",
                           turns=turns[keep_from:])

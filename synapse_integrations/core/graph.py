@@ -29,6 +29,10 @@ from .dynamics import propagation_matrix
 from .scoring import pagerank_scores
 
 
+#: The kinds of edge the graph holds.
+EDGE_KINDS = ("temporal", "abstraction", "association", "relation")
+
+
 def temporal_weight(dt_seconds: float, *, rho: float, seconds_per_unit: float) -> float:
     """``exp(-rho * |dt|)`` with ``dt`` measured in the configured time unit.
 
@@ -85,6 +89,33 @@ class Compiled:
     @property
     def n(self) -> int:
         return len(self.ids)
+
+    def aligned(self, values: dict[str, float]) -> np.ndarray:
+        """``values`` (id -> number) as an array aligned with :attr:`ids` (0 where a node has
+        none); cached for as long as the same dict object is passed."""
+        cached = self._pagerank
+        if cached is None or cached[0] is not values:
+            vec = np.fromiter((values.get(n, 0.0) for n in self.ids), dtype=np.float64,
+                              count=self.n)
+            cached = self._pagerank = (values, vec)
+        return cached[1]
+
+    def edge_positions(self) -> dict[tuple[int, int], int]:
+        """``(src index, dst index) -> position`` in the edge arrays (built once per view)."""
+        return self.derived("edge-positions", lambda v: {
+            (int(a), int(b)): k for k, (a, b) in enumerate(zip(v.src, v.dst))})
+
+    def set_weights(self, positions: np.ndarray, weights: np.ndarray) -> None:
+        """Change edge weights in place (``weight[positions] = weights``). The derived
+        matrices and structures are dropped and rebuilt from the arrays when next asked
+        (a vectorised step); the view itself, its ids and embeddings, stay."""
+        self.weight[np.asarray(positions, dtype=np.int64)] = np.asarray(weights, dtype=np.float64)
+        self._matrices.clear()
+        self._pagerank = None
+        positions_map = self._derived.get("edge-positions")
+        self._derived.clear()
+        if positions_map is not None:  # depends only on src/dst, which did not change
+            self._derived["edge-positions"] = positions_map
 
     def derived(self, key: str, build: Callable[[Compiled], Any]) -> Any:
         """A structure derived from this view (a model's k-NN graph, say), built once per
@@ -170,8 +201,14 @@ class MemoryGraph:
                 ids.pop(node_id, None)
 
     def next_seq(self) -> int:
+        """A new creation number (higher than any given so far)."""
         self._seq += 1
         return self._seq
+
+    def note_seq(self, seq: int) -> None:
+        """Make sure later creation numbers are above ``seq`` (a node re-attached with the
+        number it was written with)."""
+        self._seq = max(self._seq, seq)
 
     def invalidate(self) -> None:
         self._compiled = None
@@ -199,6 +236,23 @@ class MemoryGraph:
         else:
             self.g.add_edge(u, v, kind=kind, weight=float(weight), **attrs)
         self.invalidate()
+
+    def set_edge_weights(self, edges: Sequence[tuple[str, str]], weights: Sequence[float]) -> int:
+        """Set the weight of existing edges ``u -> v`` (a learned update); unlike
+        :meth:`add_edge` a lower weight is kept. The compiled view, when there is one, is
+        updated in place instead of rebuilt. Returns the number of edges changed; edges
+        that do not exist are skipped."""
+        changed: list[tuple[str, str, float]] = []
+        for (u, v), w in zip(edges, weights):
+            if self.g.has_edge(u, v):
+                self.g.edges[u, v]["weight"] = float(w)
+                changed.append((u, v, float(w)))
+        c = self._compiled
+        if changed and c is not None:
+            pos = c.edge_positions()
+            c.set_weights(np.array([pos[(c.index[u], c.index[v])] for u, v, _ in changed]),
+                          np.array([w for _, _, w in changed]))
+        return len(changed)
 
     def prune_incoming(self, nodes: Iterable[str], top_k: int) -> int:
         """Keep only the ``top_k`` strongest incoming edges of each node; ties keep the
@@ -316,13 +370,7 @@ class MemoryGraph:
         """Cached PageRank of compiled positions ``ids_idx`` (0 for nodes added since the
         last refresh); the aligned vector is rebuilt only when the graph or the PageRank
         changed, so a query pays one gather."""
-        c = self.compiled()
-        cached = c._pagerank
-        if cached is None or cached[0] is not self.pagerank:
-            vec = np.fromiter((self.pagerank.get(n, 0.0) for n in c.ids), dtype=np.float64,
-                              count=c.n)
-            cached = c._pagerank = (self.pagerank, vec)
-        return cached[1][np.asarray(ids_idx, dtype=np.int64)]
+        return self.compiled().aligned(self.pagerank)[np.asarray(ids_idx, dtype=np.int64)]
 
     # -- persistence ----------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -355,5 +403,5 @@ class MemoryGraph:
             raise SnapshotError("graph snapshot archive/pagerank sections are malformed")
         mg.archive = archive
         mg.pagerank = {str(k): float(v) for k, v in pagerank.items()}
-        mg._seq = int(data.get("seq", mg.g.number_of_nodes()))
+        mg.note_seq(int(data.get("seq", mg.g.number_of_nodes())))
         return mg

@@ -66,6 +66,16 @@ class BM25Index:
     def __len__(self) -> int:
         return len(self._texts)
 
+    def documents(self) -> dict[str, str]:
+        """A copy of the indexed corpus (id -> text)."""
+        with self._lock:
+            return dict(self._texts)
+
+    def indexes(self, texts: Mapping[str, str]) -> bool:
+        """True when the index holds exactly ``texts`` (id -> text)."""
+        with self._lock:
+            return self._texts == dict(texts)
+
     def set(self, texts: dict[str, str]) -> None:
         """Replace the whole indexed corpus."""
         with self._lock:

@@ -11,7 +11,8 @@ middleware and agent tools. Needs ``pip install 'synapse-integrations[langchain]
 
 from __future__ import annotations
 
-from .._adapter_utils import EnginePool, require
+from .._adapter_utils import require
+from ..pool import EnginePool
 
 require("langchain_core", "langchain")
 

@@ -7,26 +7,26 @@ from typing import Any
 
 from .._adapter_utils import (
     DEFAULT_EMPTY_TEXT,
+    DEFAULT_NAMESPACE_KEYS,
+    MEMORY_HEADER,
     EngineSource,
+    finished_turn,
     format_memories,
     namespace_from_configurable,
     require,
     resolve_engine,
 )
+from ..types import MemoryEngine
 
 require("langchain", "langchain")
 
 from langchain.agents.middleware import AgentMiddleware  # noqa: E402
 from langchain.agents.middleware.types import ModelRequest, ModelResponse  # noqa: E402
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage  # noqa: E402
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 from langchain_core.runnables.config import ensure_config  # noqa: E402
 from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
 
-DEFAULT_NAMESPACE_KEYS = ("user_id", "thread_id")
-MEMORY_HEADER = "Long-term memories that may be relevant (from SYNAPSE):"
-
-
-def _engine(source: EngineSource, keys: Sequence[str]) -> Any:
+def _engine(source: EngineSource, keys: Sequence[str]) -> MemoryEngine:
     return resolve_engine(source, lambda: namespace_from_configurable(
         ensure_config().get("configurable"), keys))
 
@@ -42,7 +42,8 @@ class SynapseMemoryMiddleware(AgentMiddleware):
     (or "Nothing relevant in memory." when the gate rejects it) are appended to the system
     message of that call only, so they are not written into the agent's message state. After a
     model call that ends the turn (an ``AIMessage`` without tool calls), the user message and
-    the answer are recorded as two episodes.
+    the answer are recorded as two episodes; messages are recorded under their ids, so a
+    replayed turn is not recorded twice.
 
     >>> from langchain.agents import create_agent
     >>> agent = create_agent(model, tools=create_synapse_tools(mem),
@@ -92,28 +93,24 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         return await handler(self._with_memories(request, result))
 
     # record -------------------------------------------------------------------------------
-    def _turns(self, state: Any) -> list[dict[str, Any]]:
-        messages = state["messages"]
-        if not self.record or not messages:
+    def _turns(self, state: Any, engine: MemoryEngine) -> list[dict[str, Any]]:
+        if not self.record or not state["messages"]:
             return []
-        last = messages[-1]
-        if not isinstance(last, AIMessage) or last.tool_calls:
-            return []
-        human = _last_human(messages)
-        turns = [{"text": human.text, "speaker": self.user_speaker} if human else None,
-                 {"text": last.text, "speaker": self.ai_speaker}]
-        return [t for t in turns if t and t["text"].strip()]
+        return finished_turn(state["messages"], engine, user_speaker=self.user_speaker,
+                             ai_speaker=self.ai_speaker)
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        turns = self._turns(state)
+        engine = _engine(self.engine, self.namespace_keys)
+        turns = self._turns(state, engine)
         if turns:
-            _engine(self.engine, self.namespace_keys).add_turns(turns)
+            engine.add_turns(turns)
         return None
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        turns = self._turns(state)
+        engine = _engine(self.engine, self.namespace_keys)
+        turns = self._turns(state, engine)
         if turns:
-            await _engine(self.engine, self.namespace_keys).aadd_turns(turns)
+            await engine.aadd_turns(turns)
         return None
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._adapter_utils import list_episodes, require
+from ..types import MemoryEngine
 
 require("langchain_core", "langchain")
 
@@ -36,11 +37,11 @@ class SynapseChatMessageHistory(BaseChatMessageHistory):
     ``messages`` returns the session's messages in order (exact round trip, tool calls
     included); ``clear()`` forgets them. Messages stored by other means (plain ``add_turn``)
     are returned as ``HumanMessage``/``AIMessage`` by speaker.
-    Pass a :class:`~synapse_integrations._adapter_utils.EnginePool` key per session to keep
+    Pass a :class:`~synapse_integrations.EnginePool` key per session to keep
     many sessions open.
     """
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
 
     @property

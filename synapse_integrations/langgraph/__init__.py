@@ -10,7 +10,8 @@ Needs ``pip install 'synapse-integrations[langgraph]'``.
 
 from __future__ import annotations
 
-from .._adapter_utils import EnginePool, require
+from .._adapter_utils import require
+from ..pool import EnginePool
 
 require("langgraph", "langgraph")
 

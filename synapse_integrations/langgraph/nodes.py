@@ -8,19 +8,21 @@ from typing import Any
 
 from .._adapter_utils import (
     DEFAULT_EMPTY_TEXT,
+    DEFAULT_NAMESPACE_KEYS,
+    MEMORY_HEADER,
     EngineSource,
+    finished_turn,
     format_memories,
     item_metadata,
     namespace_from_configurable,
     require,
     resolve_engine,
 )
-from ..types import RetrievalResult
+from ..types import MemoryEngine, RetrievalResult
 
 require("langgraph", "langgraph")
 
 from langchain_core.messages import (  # noqa: E402
-    AIMessage,
     AnyMessage,
     BaseMessage,
     HumanMessage,
@@ -34,8 +36,6 @@ __all__ = ["MEMORY_MESSAGE_ID", "SynapseMemoryNodes", "SynapseMemoryState"]
 
 #: Id prefix of the system message the recall node keeps in ``messages`` (one at a time).
 MEMORY_MESSAGE_ID = "synapse-memories"
-DEFAULT_NAMESPACE_KEYS = ("user_id", "thread_id")
-MEMORY_HEADER = "Long-term memories that may be relevant (from SYNAPSE):"
 
 
 class SynapseMemoryState(MessagesState):
@@ -118,7 +118,7 @@ class SynapseMemoryNodes:
         self.recall = RunnableLambda(self._recall, afunc=self._arecall, name="synapse_recall")
         self.record = RunnableLambda(self._record, afunc=self._arecord, name="synapse_record")
 
-    def engine_for(self, config: RunnableConfig | None) -> Any:
+    def engine_for(self, config: RunnableConfig | None) -> MemoryEngine:
         """The memory a run with ``config`` uses."""
         return resolve_engine(self.engine, lambda: namespace_from_configurable(
             (config or {}).get("configurable"), self.namespace_keys))
@@ -156,25 +156,9 @@ class SynapseMemoryNodes:
         return self._update(state, result)
 
     # record -------------------------------------------------------------------------------
-    def _turns(self, state: Any, engine: Any) -> list[dict[str, Any]]:
-        messages = _messages(state, self.messages_key)
-        answer = next((i for i in range(len(messages) - 1, -1, -1)
-                       if isinstance(messages[i], AIMessage)), None)
-        if answer is None or messages[answer].tool_calls or not _text(messages[answer]).strip():
-            return []
-        human = next((m for m in reversed(messages[:answer])
-                      if isinstance(m, HumanMessage) and _text(m).strip()), None)
-        turns = []
-        for message, speaker in ((human, self.user_speaker), (messages[answer], self.ai_speaker)):
-            if message is None:
-                continue
-            turn: dict[str, Any] = {"text": _text(message), "speaker": speaker}
-            if message.id:
-                turn["id"] = f"msg-{message.id}"
-                if turn["id"] in engine.graph or any(a.get("id") == turn["id"] for a in engine.archived()):
-                    continue  # recorded already
-            turns.append(turn)
-        return turns
+    def _turns(self, state: Any, engine: MemoryEngine) -> list[dict[str, Any]]:
+        return finished_turn(_messages(state, self.messages_key), engine,
+                             user_speaker=self.user_speaker, ai_speaker=self.ai_speaker)
 
     def _record(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         engine = self.engine_for(config)

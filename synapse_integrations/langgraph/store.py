@@ -209,8 +209,7 @@ class SynapseStore(BaseStore):
             return None
         engine = self.pool.get(self._engine_ns(op.namespace))
         node = _node_id(op.key)
-        attrs = engine.graph.nodes[node] if node in engine.graph else next(
-            (r for r in engine.archived() if r.get("id") == node), None)
+        attrs = engine.get(node, include_archived=True) if engine.contains(node) else None
         rec = (attrs or {}).get("metadata", {}).get(_META)
         return self._item(rec) if rec is not None and rec["key"] == op.key else None
 
@@ -221,9 +220,11 @@ class SynapseStore(BaseStore):
         for ns in namespaces:
             if op.query:
                 engine = self.pool.get(self._engine_ns(ns))
-                if engine.graph.number_of_nodes() == 0:
+                stats = engine.stats()
+                size = stats["episodes"] + stats["concepts"]
+                if size == 0:
                     continue
-                result = engine.retrieve(op.query, k=engine.graph.number_of_nodes())
+                result = engine.retrieve(op.query, k=size)
                 if result.rejected and self.gate:
                     continue
                 for it in result.items:

@@ -9,7 +9,8 @@ Needs ``pip install 'synapse-integrations[llamaindex]'``.
 
 from __future__ import annotations
 
-from .._adapter_utils import EnginePool, require
+from .._adapter_utils import require
+from ..pool import EnginePool
 
 require("llama_index.core", "llamaindex")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._adapter_utils import item_metadata, require
-from ..types import RetrievalResult
+from ..types import MemoryEngine, RetrievalResult
 
 require("llama_index.core", "llamaindex")
 
@@ -52,7 +52,7 @@ class SynapseRetriever(BaseRetriever):
         include_rejected: return the ranked items even when the gate rejected the query.
     """
 
-    def __init__(self, engine: Any, k: int = 10, *, kinds: tuple[str, ...] = ("episode", "concept"),
+    def __init__(self, engine: MemoryEngine, k: int = 10, *, kinds: tuple[str, ...] = ("episode", "concept"),
                  include_rejected: bool = False, callback_manager: CallbackManager | None = None,
                  verbose: bool = False) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)

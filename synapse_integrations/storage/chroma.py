@@ -175,6 +175,11 @@ class VectorCollection:
         except Exception as exc:
             raise StorageError(f"cannot open Chroma collection {name}: {exc}") from exc
 
+    @property
+    def id(self) -> str:
+        """Chroma's id of the collection (names its segments in the embedded files)."""
+        return str(self._col.id)
+
     def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
                metadatas: Sequence[Mapping[str, Any]]) -> None:
         if not ids:
@@ -248,6 +253,17 @@ class VectorCollection:
         matrix = np.concatenate(embs) if embs else np.zeros((0, dim), dtype=np.float32)
         return out_ids, matrix, (docs if include_documents else None)
 
+    def rows(self, ids: Sequence[str]) -> list[tuple[str, str | None, dict[str, Any] | None]]:
+        """``(id, document, metadata)`` of the stored ``ids`` (those that exist)."""
+        out: list[tuple[str, str | None, dict[str, Any] | None]] = []
+        try:
+            for s in range(0, len(ids), _PAGE):
+                got = self._col.get(ids=list(ids[s:s + _PAGE]), include=["documents", "metadatas"])
+                out += list(zip(got["ids"], got["documents"], got["metadatas"]))
+        except Exception as exc:
+            raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
+        return out
+
     def count(self) -> int:
         try:
             return int(self._col.count())
@@ -283,7 +299,7 @@ class ChromaVectors:
             return False
         import sqlite3
 
-        topics = [f"%{col._col.id}" for col in (self.active, self.archive)]
+        topics = [f"%{col.id}" for col in (self.active, self.archive)]
         try:
             con = sqlite3.connect(str(self.sqlite_path), timeout=30, isolation_level=None)
             try:
@@ -319,7 +335,7 @@ class ChromaVectors:
         import sqlite3
 
         try:
-            ids = [str(col._col.id) for col in (self.active, self.archive)]
+            ids = [col.id for col in (self.active, self.archive)]
             con = sqlite3.connect(str(self.sqlite_path), timeout=30)
             try:
                 rows = con.execute("SELECT id FROM segments WHERE scope = 'VECTOR' AND "

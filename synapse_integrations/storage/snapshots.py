@@ -130,6 +130,14 @@ class SnapshotStore:
                 n += 1
         return n
 
+    def delete(self, version: int) -> None:
+        """Remove one version (``OSError`` if it cannot be removed)."""
+        shutil.rmtree(self._dir(version))
+
+    def folder(self, version: int) -> Path:
+        """The folder of one version."""
+        return self._dir(version)
+
     def delete_all(self) -> None:
         """Remove every snapshot of this namespace."""
         shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,315 @@
+"""Do the stores agree? :func:`verify` checks; :func:`repair` fixes.
+
+A memory is four copies of one truth: the graph (the record, saved in snapshots), the two
+Chroma collections (active and archive: vectors, texts, metadata), the BM25 index and the
+in-memory vectors. A crash between two writes, a storage error or a damaged file can leave
+them out of step. Each check below finds one kind of disagreement, says it in words, and
+knows how to fix it; :func:`verify` runs the finders only, :func:`repair` runs each finder
+then its fix, in order (a fix can change what the next finder sees: an episode found only
+in Chroma is re-attached to the graph before the archive is checked).
+
+What repair never does: drop an episode that Chroma holds (it re-attaches it), or keep a
+concept vector no node names (concepts are re-extracted from their turns).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..types import ConsistencyReport
+from .graph import EDGE_KINDS
+from .state import MemoryState
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["repair", "verify"]
+
+
+@dataclass
+class _Stores:
+    """One read of both Chroma collections (updated by the fixes as they write)."""
+
+    state: MemoryState
+    embedder: Any = None
+    ids: list[str] = field(default_factory=list)
+    vec: dict[str, np.ndarray] = field(default_factory=dict)
+    a_ids: list[str] = field(default_factory=list)
+    avec: dict[str, np.ndarray] = field(default_factory=dict)
+    attached: list[str] = field(default_factory=list)  # episodes re-attached by repair
+
+    @classmethod
+    def read(cls, state: MemoryState, embedder: Any = None) -> _Stores:
+        ids, matrix, _ = state.vectors.active.get()
+        a_ids, a_matrix, _ = state.vectors.archive.get()
+        return cls(state, embedder, ids, dict(zip(ids, matrix)), a_ids, dict(zip(a_ids, a_matrix)))
+
+    def good(self, v: Any) -> bool:
+        dim = self.state.config.embedding_dim
+        return v is not None and np.shape(v) == (dim,) and bool(np.all(np.isfinite(v)))
+
+
+@dataclass(frozen=True)
+class _Check:
+    find: Callable[[_Stores], list[Any]]
+    problem: Callable[[list[Any]], str]
+    fix: Callable[[_Stores, list[Any]], list[str]] | None = None
+
+
+# -- the stores -----------------------------------------------------------------------------
+def _find_both(s: _Stores) -> list[str]:
+    g = s.state.graph
+    return [n for n in g.archive if n in g.g]
+
+
+def _fix_both(s: _Stores, both: list[str]) -> list[str]:
+    for n in both:
+        s.state.graph.archive.pop(n, None)
+    return [f"dropped the stale archive record of {len(both)} active node(s)"]
+
+
+def _find_bad_edges(s: _Stores) -> list[tuple[str, str]]:
+    return [(u, v) for u, v, d in s.state.graph.g.edges(data=True)
+            if d.get("kind") not in EDGE_KINDS or not isinstance(d.get("weight"), (int, float))
+            or not math.isfinite(d.get("weight"))]
+
+
+def _fix_bad_edges(s: _Stores, bad: list[tuple[str, str]]) -> list[str]:
+    s.state.graph.g.remove_edges_from(bad)
+    return [f"removed {len(bad)} bad edge(s)"]
+
+
+def _find_bad_nodes(s: _Stores) -> list[str]:
+    return [n for n, d in s.state.graph.g.nodes(data=True)
+            if d.get("kind") not in ("episode", "concept") or not isinstance(d.get("text"), str)]
+
+
+def _find_missing(s: _Stores) -> list[str]:
+    return [n for n in s.state.graph.g.nodes if n not in s.vec]
+
+
+def _fix_missing(s: _Stores, missing: list[str]) -> list[str]:
+    g = s.state.graph
+    embs, reembed = [], []
+    for n in missing:
+        h = g.vectors.get(n)
+        h = h if s.good(h) else s.avec.get(n)
+        if not s.good(h):
+            reembed.append(n)
+        embs.append(h)
+    if reembed:
+        new = dict(zip(reembed, s.embedder.embed_documents([g.node(n)["text"] for n in reembed])))
+        embs = [new.get(n, h) for n, h in zip(missing, embs)]
+    s.state.upsert_vectors(missing, np.stack(embs))
+    s.vec.update(zip(missing, embs))
+    return [f"wrote {len(missing)} missing vector(s) to Chroma ({len(reembed)} re-embedded "
+            f"from their text)"]
+
+
+def _find_orphans(s: _Stores) -> list[str]:
+    return [i for i in s.ids if i not in s.state.graph.g]
+
+
+def _fix_orphans(s: _Stores, orphans: list[str]) -> list[str]:
+    state, g = s.state, s.state.graph
+    actions = []
+    misplaced = [i for i in orphans if i in g.archive]
+    if misplaced:
+        lost = [i for i in misplaced if i not in s.avec]
+        if lost:
+            state.upsert_archived(lost, np.stack([s.vec[i] for i in lost]))
+            s.avec.update((i, s.vec[i]) for i in lost)
+        state.vectors.active.delete(misplaced)
+        actions.append(f"moved {len(misplaced)} archived node vector(s) out of the active collection")
+    rest = [i for i in orphans if i not in g.archive]
+    if rest:
+        attached, dropped = _reattach(s, rest)
+        s.attached += attached
+        if attached:
+            actions.append(f"re-attached {len(attached)} episode(s) found only in Chroma")
+        if dropped:
+            actions.append(f"removed {len(dropped)} stray concept vector(s) "
+                           f"(re-extracted at the next consolidation)")
+    return actions
+
+
+def _reattach(s: _Stores, orphans: list[str]) -> tuple[list[str], list[str]]:
+    """Vectors written to Chroma after the last snapshot: episodes come back into the
+    graph (and into the pending window), in their original order; concepts are dropped
+    (re-extracted later). Returns (re-attached episode ids, removed ids)."""
+    state = s.state
+    rows = sorted(state.vectors.active.rows(orphans), key=lambda r: (r[2] or {}).get("seq", 0))
+    stale: list[str] = []
+    attached: list[str] = []
+    for node_id, text, meta in rows:
+        meta = meta or {}
+        if meta.get("kind") != "episode" or not isinstance(text, str):
+            stale.append(node_id)
+            continue
+        try:
+            metadata = json.loads(meta.get("metadata_json", "{}"))
+        except ValueError:
+            metadata = {}
+        seq = meta.get("seq")
+        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+        state.link_episode(node_id, s.vec[node_id], text=text, speaker=meta.get("speaker"),
+                           ts=meta.get("ts"), ingest_ts=meta.get("ingest_ts"),
+                           metadata=metadata if isinstance(metadata, dict) else {}, seq=seq)
+        attached.append(node_id)
+    if stale:
+        state.vectors.active.delete(stale)
+    if attached:
+        logger.info("re-attached %d episode(s) written after the last snapshot", len(attached))
+    return attached, stale
+
+
+def _find_archive_missing(s: _Stores) -> list[str]:
+    return [n for n in s.state.graph.archive if n not in s.avec]
+
+
+def _fix_archive_missing(s: _Stores, missing: list[str]) -> list[str]:
+    g = s.state.graph
+    reembed = [n for n in missing if not s.good(s.vec.get(n))]
+    new = dict(zip(reembed, s.embedder.embed_documents(
+        [g.archive[n]["node"]["text"] for n in reembed]))) if reembed else {}
+    s.state.upsert_archived(missing, np.stack([new[n] if n in new else s.vec[n] for n in missing]))
+    return [f"wrote {len(missing)} missing archived vector(s) ({len(reembed)} re-embedded)"]
+
+
+def _find_archive_orphans(s: _Stores) -> list[str]:
+    return [i for i in s.a_ids if i not in s.state.graph.archive]
+
+
+def _fix_archive_orphans(s: _Stores, orphans: list[str]) -> list[str]:
+    s.state.vectors.archive.delete(orphans)
+    return [f"removed {len(orphans)} stray archived vector(s)"]
+
+
+#: The store checks, in the order repair runs them.
+_STORE_CHECKS: tuple[_Check, ...] = (
+    _Check(_find_both, lambda x: f"{len(x)} node(s) both active and archived", _fix_both),
+    _Check(_find_bad_edges, lambda x: f"{len(x)} edge(s) with a bad kind or weight", _fix_bad_edges),
+    _Check(_find_bad_nodes, lambda x: f"{len(x)} node(s) without a valid kind/text: {x[:5]}"),
+    _Check(_find_missing, lambda x: f"{len(x)} graph node(s) have no vector in Chroma", _fix_missing),
+    _Check(_find_orphans, lambda x: f"{len(x)} Chroma vector(s) have no graph node", _fix_orphans),
+    _Check(_find_archive_missing, lambda x: f"{len(x)} archived node(s) have no archived vector",
+           _fix_archive_missing),
+    _Check(_find_archive_orphans, lambda x: f"{len(x)} archived vector(s) have no archived node",
+           _fix_archive_orphans),
+)
+
+
+# -- derived, in-memory state ---------------------------------------------------------------
+def _derived_problems(s: _Stores, *, loading: bool) -> tuple[list[str], list[str], dict[str, str]]:
+    """Problems of the in-memory state (the in-memory vectors, BM25, the pending turns, the
+    last-episode pointer), the bad pending ids, and the texts BM25 should index. A freshly
+    loaded snapshot has no in-memory vectors or BM25 yet: those are not problems then."""
+    state, g = s.state, s.state.graph
+    problems = []
+    bad_mem = [n for n in g.g.nodes if not s.good(g.vectors.get(n))]
+    if bad_mem and not loading:
+        problems.append(f"{len(bad_mem)} node(s) without a usable in-memory vector")
+    texts = {n: d.get("text") for n, d in g.g.nodes(data=True)}
+    if not loading and not state.bm25.indexes(texts):
+        problems.append("the BM25 index does not match the graph")
+    bad_pending = [p for p in state.pending if p not in g.g or g.g.nodes[p].get("kind") != "episode"]
+    if bad_pending:
+        problems.append(f"{len(bad_pending)} pending id(s) are not episodes of the graph")
+    if state.last_episode is not None and state.last_episode not in g.g and not loading:
+        problems.append("the last-episode pointer names a missing node")
+    return problems, bad_pending, texts
+
+
+def _fill_vectors(s: _Stores) -> None:
+    """The in-memory vectors from Chroma's where the graph's are missing or unusable."""
+    g = s.state.graph
+    for n in g.g.nodes:
+        if not s.good(g.vectors.get(n)) and n in s.vec:
+            g.vectors[n] = np.asarray(s.vec[n], dtype=np.float32)
+    for n in [n for n in g.vectors if n not in g.g]:
+        del g.vectors[n]
+
+
+def _rebuild_derived(state: MemoryState, bad_pending: list[str], texts: dict[str, str]) -> None:
+    state.bm25.set(texts)
+    state.pending = [p for p in state.pending if p not in bad_pending]
+    if state.last_episode not in state.graph.g:
+        state.last_episode = state.newest_episode()
+    state.graph.invalidate()
+
+
+def _report(s: _Stores, found: dict[str, list[Any]], problems: list[str], actions: list[str],
+            *, ok: bool, repaired: bool, t0: float) -> ConsistencyReport:
+    counts = {"episode": 0, "concept": 0}
+    for _, d in s.state.graph.g.nodes(data=True):
+        counts[d.get("kind", "episode")] = counts.get(d.get("kind", "episode"), 0) + 1
+    return ConsistencyReport(
+        ok=ok, episodes=counts["episode"], concepts=counts["concept"],
+        archived=len(s.state.graph.archive), vectors=len(s.ids),
+        missing_vectors=tuple(found.get("missing", ())),
+        orphan_vectors=tuple(found.get("orphans", ())),
+        archive_missing=tuple(found.get("archive_missing", ())),
+        archive_orphans=tuple(found.get("archive_orphans", ())),
+        problems=tuple(problems), actions=tuple(actions), repaired=repaired,
+        seconds=time.perf_counter() - t0)
+
+
+_NAMES = {_find_missing: "missing", _find_orphans: "orphans",
+          _find_archive_missing: "archive_missing", _find_archive_orphans: "archive_orphans",
+          _find_bad_nodes: "bad_nodes"}
+
+
+def verify(state: MemoryState) -> ConsistencyReport:
+    """Check that the graph, both Chroma collections, the BM25 index and the in-memory
+    vectors agree; changes nothing. ``report.ok`` is the verdict."""
+    t0 = time.perf_counter()
+    s = _Stores.read(state)
+    problems: list[str] = []
+    found: dict[str, list[Any]] = {}
+    for check in _STORE_CHECKS:
+        hits = check.find(s)
+        found[_NAMES.get(check.find, check.find.__name__)] = hits
+        if hits:
+            problems.append(check.problem(hits))
+    problems += _derived_problems(s, loading=False)[0]
+    report = _report(s, found, problems, [], ok=not problems, repaired=False, t0=t0)
+    if problems:
+        logger.warning("verify of namespace %r: %s", state.vectors.namespace, "; ".join(problems))
+    return report
+
+
+def repair(state: MemoryState, embedder: Any, *, loading: bool = False
+           ) -> tuple[ConsistencyReport, list[str]]:
+    """Bring the stores back into agreement: each check's problem is fixed as it is found
+    (see the module docstring); derived state (in-memory vectors, BM25, pending turns, the
+    last-episode pointer) is rebuilt. Returns the report (``ok`` is False only when graph
+    nodes are unusable, which repair cannot fix) and the episodes re-attached from
+    Chroma. ``loading``: called on a snapshot just read, whose in-memory state is not
+    built yet."""
+    t0 = time.perf_counter()
+    s = _Stores.read(state, embedder)
+    problems: list[str] = []
+    actions: list[str] = []
+    found: dict[str, list[Any]] = {}
+    for check in _STORE_CHECKS:
+        hits = check.find(s)
+        found[_NAMES.get(check.find, check.find.__name__)] = hits
+        if hits:
+            problems.append(check.problem(hits))
+            if check.fix is not None:
+                actions += check.fix(s, hits)
+    _fill_vectors(s)
+    derived, bad_pending, texts = _derived_problems(s, loading=loading)
+    problems += derived
+    _rebuild_derived(state, bad_pending, texts)
+    report = _report(s, found, problems, actions, ok=not found["bad_nodes"], repaired=True, t0=t0)
+    for a in actions:
+        logger.warning("repair of namespace %r: %s", state.vectors.namespace, a)
+    return report, s.attached

@@ -1,0 +1,229 @@
+"""Consolidation (SYNAPSE Algorithm 1, lines 9-28): a window of turns becomes concepts and
+edges, and nodes that stay dormant are archived.
+
+:class:`Consolidator` runs one window at a time through the memory's write path
+(:class:`~synapse_integrations.core.state.MemoryState`): the extractor proposes concepts
+and relations, each concept is merged into a close existing one (cosine above
+``dedup_threshold``, vector moved by EMA) or created, abstraction edges link it to the
+turns that mention it (or the whole window), relation and association edges follow, and
+incoming edges are pruned to the strongest ``prune_top_k``.
+
+:class:`DormancyLedger` is the garbage collector's memory: which nodes were active while
+the memory was queried during the current window. Retrieval reports what it activated;
+the engine passes that to :meth:`DormancyLedger.observe`; each window ends with
+:meth:`DormancyLedger.step`, which counts the dormant windows and names the nodes to
+archive (activation below epsilon for ``dormancy_windows`` windows).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ExtractionError
+from ..types import Concept, Extractor, Turn, WindowReport
+from .state import MemoryState
+from .validation import from_epoch
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["NAME_CACHE_SIZE", "Consolidator", "DormancyLedger", "NameVectors"]
+
+#: Concept-name embeddings kept per memory.
+NAME_CACHE_SIZE = 4096
+
+
+class NameVectors:
+    """Embeddings of concept names, each embedded once per memory (bounded LRU): speakers
+    and recurring names come back in many windows."""
+
+    def __init__(self, embedder: Any, *, size: int | None = None) -> None:
+        self.embedder = embedder
+        self.size = size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def names(self) -> list[str]:
+        """The cached names, least recently used first."""
+        return list(self._cache)
+
+    def embed(self, names: Sequence[str]) -> np.ndarray:
+        """The embeddings of ``names`` (one row each), from the cache where possible."""
+        cache = self._cache
+        missing = list(dict.fromkeys(n for n in names if n not in cache))
+        if missing:
+            for n, h in zip(missing, self.embedder.embed_documents(missing)):
+                cache[n] = h
+        out = []
+        for n in names:
+            cache.move_to_end(n)
+            out.append(cache[n])
+        size = NAME_CACHE_SIZE if self.size is None else self.size
+        while len(cache) > size:
+            cache.popitem(last=False)
+        return np.stack(out)
+
+    def discard(self, names: Iterable[str]) -> None:
+        """Forget cached embeddings of ``names``."""
+        for n in names:
+            self._cache.pop(n, None)
+
+
+class DormancyLedger:
+    """Which nodes were active while the memory was queried in the current window."""
+
+    def __init__(self) -> None:
+        self.queries = 0
+        self.active: set[str] = set()
+
+    def observe(self, active_ids: Iterable[str]) -> None:
+        """One retrieval pass activated ``active_ids`` (activation >= epsilon)."""
+        self.queries += 1
+        self.active.update(active_ids)
+
+    def discard(self, ids: Iterable[str]) -> None:
+        """Nodes that no longer exist."""
+        self.active.difference_update(ids)
+
+    def step(self, state: MemoryState, *, windows: int) -> list[str]:
+        """End of a window: count a dormant window for every node not active in it (only
+        when the memory was queried); return the nodes dormant for ``windows`` windows."""
+        if self.queries == 0 or windows == 0:
+            return []
+        dormant = []
+        for n, d in state.graph.g.nodes(data=True):
+            if n in self.active:
+                d["dormant"] = 0
+            else:
+                d["dormant"] = d.get("dormant", 0) + 1
+                if d["dormant"] >= windows:
+                    dormant.append(n)
+        self.queries = 0
+        self.active = set()
+        return dormant
+
+
+class Consolidator:
+    """Runs consolidation windows on one memory (see the module docstring)."""
+
+    def __init__(self, state: MemoryState, extractor: Extractor, names: NameVectors) -> None:
+        self.state = state
+        self.extractor = extractor
+        self.names = names
+        self.dormancy = DormancyLedger()
+
+    def window(self, window: list[str]) -> WindowReport:
+        """Consolidate the pending turns ``window`` (the oldest pending ones): extraction,
+        concepts, edges, pruning, dormancy. On an extraction failure the window is put
+        back in front of the pending turns and :class:`ExtractionError` raised."""
+        start = time.perf_counter()
+        state = self.state
+        cfg = state.config
+        g = state.graph
+        state.pending = state.pending[len(window):]
+        turns = [Turn(i, g.node(i)["text"], g.node(i)["speaker"], from_epoch(g.node(i)["ts"]))
+                 for i in window if i in g]
+        try:
+            extraction = self.extractor.extract(turns)
+        except Exception as exc:
+            state.pending = list(window) + state.pending  # not lost: retried later
+            raise ExtractionError(f"concept extraction failed: {exc}") from exc
+        concepts = _distinct(extraction.concepts)[: cfg.max_concepts_per_window]
+        created = merged = 0
+        touched: dict[str, np.ndarray] = {}
+        if concepts:
+            created, merged, touched = self._link_concepts(concepts, [t.id for t in turns],
+                                                           extraction.relations)
+            state.write_concept_vectors(list(touched))
+        pruned = state.prune_incoming(list(touched) + window, cfg.prune_top_k)
+        dormant = self.dormancy.step(state, windows=cfg.dormancy_windows)
+        if dormant:
+            state.archive(dormant)
+        state.windows += 1
+        state.windows_since_snapshot += 1
+        state.stale_pagerank = True
+        report = WindowReport(len(turns), created, merged, pruned, len(dormant),
+                              time.perf_counter() - start)
+        state.events.emit(report)
+        return report
+
+    def _link_concepts(self, concepts: list[Concept], turn_ids: list[str],
+                       relations: Sequence[Any]) -> tuple[int, int, dict[str, np.ndarray]]:
+        state = self.state
+        cfg = state.config
+        g = state.graph
+        created = merged = 0
+        touched: dict[str, np.ndarray] = {}
+        by_name: dict[str, str] = {}
+        embs = self.names.embed([c.name.strip() for c in concepts])
+        cids = g.ids("concept")
+        mat = np.stack([g.vectors[c] for c in cids]) if cids else np.zeros((0, g.dim), np.float32)
+        window_set = set(turn_ids)
+        for c, h in zip(concepts, embs):
+            name = c.name.strip()
+            best = -1
+            if len(cids):
+                sims = mat @ h
+                best = int(np.argmax(sims))
+            if best >= 0 and sims[best] > cfg.dedup_threshold:
+                cid = cids[best]
+                m = cfg.ema_momentum
+                new = m * g.vectors[cid] + (1.0 - m) * h
+                new = (new / np.linalg.norm(new)).astype(np.float32)
+                state.merge_concept(cid, new, name)
+                mat[best] = new
+                merged += 1
+            else:
+                cid = f"c-{uuid.uuid4().hex}"
+                state.add_concept(cid, h, name=name, ctype=c.type, confidence=c.confidence,
+                                  attributes=c.attributes)
+                cids.append(cid)
+                mat = np.vstack([mat, h[None, :]])
+                created += 1
+            touched[cid] = g.vectors[cid]
+            by_name[name.lower()] = cid
+            targets = turn_ids
+            if cfg.abstraction_scope == "mentions" and c.source_ids:
+                targets = [i for i in c.source_ids if i in window_set] or turn_ids
+            for e in targets:
+                state.add_edge(e, cid, kind="abstraction", weight=cfg.abstraction_weight)
+                state.add_edge(cid, e, kind="abstraction", weight=cfg.abstraction_weight)
+        for r in relations:
+            s, t = by_name.get(r.src.strip().lower()), by_name.get(r.tgt.strip().lower())
+            if s and t:
+                state.add_edge(s, t, kind="relation", weight=float(min(max(r.weight, 0.0), 1.0)),
+                               rel=r.rel)
+        # association edges between concepts (lines 23-28), top-k per node
+        for cid, h in touched.items():
+            sims = mat @ h
+            order = np.argsort(-sims)
+            picked = 0
+            for j in order:
+                if picked >= cfg.association_top_k or sims[j] <= cfg.association_threshold:
+                    break
+                if cids[j] == cid:
+                    continue
+                state.add_edge(cid, cids[j], kind="association", weight=float(sims[j]))
+                state.add_edge(cids[j], cid, kind="association", weight=float(sims[j]))
+                picked += 1
+        return created, merged, touched
+
+
+def _distinct(concepts: Sequence[Concept]) -> list[Concept]:
+    """The concepts with a non-empty name, first of each (case-insensitive) name."""
+    out: list[Concept] = []
+    seen: set[str] = set()
+    for c in concepts:
+        key = c.name.strip().lower()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out

@@ -1,0 +1,159 @@
+"""Ingestion: turns become durable episodes, then consolidation windows run.
+
+The path of a turn (:meth:`Ingestor.prepare` without the engine lock, then
+:meth:`Ingestor.write` under it):
+
+1. validation and the write firewall (:func:`~synapse_integrations.core.validation.validate_turn`);
+2. the embedding, done by the engine before it takes the lock;
+3. a retry of a write whose reply was lost is recognised and answered with the stored id;
+4. one upsert into Chroma makes the turns durable (the acknowledgement point);
+5. each turn joins the graph and the BM25 index, and every ``consolidation_interval``
+   pending turns a window is consolidated. A failure from here on is reported, not
+   raised as a failed write: the turns are stored, and a retry would duplicate them.
+
+Retries: a write that failed with :class:`StorageError` may still have reached Chroma;
+:class:`RetryLedger` remembers such turns (by content) and the ids a repair re-attached,
+so the caller's retry of the same turn returns the stored id instead of storing it again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import ExtractionError, InvalidInputError, InvalidTypeError, StorageError
+from ..firewall import Firewall
+from ..types import WindowReport
+from .consolidation import Consolidator
+from .state import MemoryState
+from .validation import validate_turn
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Ingestor", "RetryLedger"]
+
+_MAX_UNCONFIRMED = 10_000
+
+
+class RetryLedger:
+    """Turns whose write may have landed although it failed, and ids a repair re-attached."""
+
+    def __init__(self) -> None:
+        self.recovered: set[str] = set()  # ids re-attached by a repair
+        self.unconfirmed: dict[str, tuple[Any, ...]] = {}  # id -> content of a failed write
+
+    @staticmethod
+    def signature(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        """What identifies a retried turn that had no explicit id (a defaulted timestamp
+        differs between attempts, so it is left out)."""
+        return (r["text"], r["speaker"], json.dumps(r["metadata"], sort_keys=True),
+                None if r["auto_ts"] else r["ts"])
+
+    def failed(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """A write of ``rows`` raised :class:`StorageError` (it may have landed anyway)."""
+        for r in rows:
+            self.unconfirmed[r["id"]] = self.signature(r)
+        while len(self.unconfirmed) > _MAX_UNCONFIRMED:
+            del self.unconfirmed[next(iter(self.unconfirmed))]
+
+    def stored_as(self, r: Mapping[str, Any], state: MemoryState) -> str | None:
+        """The id under which this turn is already stored if it repeats a write that
+        failed but reached Chroma anyway (re-attached by repair): by its explicit id, or,
+        without one, by identical content."""
+        node = state.graph.g.nodes.get(r["id"]) if r["id"] in self.recovered else None
+        if node is not None and node.get("text") == r["text"]:
+            self.unconfirmed.pop(r["id"], None)
+            return r["id"]
+        if r["auto_id"] and self.unconfirmed:
+            sig = self.signature(r)
+            for uid, s in self.unconfirmed.items():
+                if s == sig and uid in self.recovered and uid in state.graph:
+                    del self.unconfirmed[uid]
+                    return uid
+        return None
+
+    def discard(self, ids: Iterable[str]) -> None:
+        """Nodes that no longer exist (forgotten)."""
+        self.recovered.difference_update(ids)
+
+
+class Ingestor:
+    """Writes turns into one memory (see the module docstring)."""
+
+    def __init__(self, state: MemoryState, consolidator: Consolidator, firewall: Firewall) -> None:
+        self.state = state
+        self.consolidator = consolidator
+        self.firewall = firewall
+        self.retries = RetryLedger()
+
+    def prepare(self, turns: Iterable[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Validated, firewalled rows for ``turns`` (pure: no store is touched)."""
+        if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Iterable):
+            raise InvalidTypeError("add_turns() takes a list of turns (use add_turn for one)")
+        return [validate_turn(t, self.firewall) for t in turns]
+
+    def write(self, rows: list[dict[str, Any]], embs: np.ndarray
+              ) -> tuple[list[str], Exception | None]:
+        """Store prepared rows with their embeddings; consolidate full windows.
+
+        Returns the ids (in the order of ``rows``) and the error that stopped
+        consolidation after the turns were stored, if any (the caller logs it; the turns
+        are durable). Raises only when nothing was stored.
+        """
+        state = self.state
+        result = [self.retries.stored_as(r, state) for r in rows]
+        fresh_rows = [k for k, hit in enumerate(result) if hit is None]
+        rows = [rows[k] for k in fresh_rows]
+        if not rows:
+            return [h for h in result if h is not None], None
+        ids = [r["id"] for r in rows]
+        taken = [i for i in ids if state.knows(i)]
+        if taken or len(set(ids)) != len(ids):
+            raise InvalidInputError(f"memory id(s) already used: {sorted(set(taken) or ids)[:5]}")
+        embs = embs[fresh_rows]
+        now = time.time()
+        for r in rows:
+            r["ingest_ts"] = now
+            r["seq"] = state.graph.next_seq()
+        try:
+            state.write_episodes(rows, embs)
+        except StorageError:
+            state.needs_repair = True  # the server may have applied it before failing
+            self.retries.failed(rows)  # remembered so that a retry does not store them twice
+            raise
+        # the turns are durable now; a storage failure while consolidating must not look
+        # like a failed write (the caller would retry and duplicate them)
+        failed: StorageError | ExtractionError | None = None
+        n = state.config.consolidation_interval
+        try:
+            with state.batched_concept_writes():
+                for r, h in zip(rows, embs):
+                    state.link_episode(r["id"], h, text=r["text"], speaker=r["speaker"],
+                                       ts=r["ts"], ingest_ts=now, metadata=r["metadata"],
+                                       seq=r["seq"])
+                    if failed is None and n and len(state.pending) >= n:
+                        pending = list(state.pending)
+                        try:
+                            self.consolidator.window(state.pending[:n])
+                        except (StorageError, ExtractionError) as exc:
+                            state.pending = pending  # retried at the next write
+                            failed = exc
+        except StorageError as exc:  # the batched concept write
+            failed = failed or exc
+        fresh = iter(ids)
+        return [h if h is not None else next(fresh) for h in result], failed
+
+    def consolidate_pending(self) -> list[WindowReport]:
+        """Consolidate every pending turn now, in windows of ``consolidation_interval``."""
+        state = self.state
+        n = state.config.consolidation_interval or max(1, len(state.pending))
+        done = []
+        with state.batched_concept_writes():
+            while state.pending:
+                done.append(self.consolidator.window(state.pending[:n]))
+        return done

@@ -1,0 +1,287 @@
+"""The retrieval pipeline (SYNAPSE sections 3.2-3.4): triggers -> model -> score -> gate
+-> items.
+
+One pass (:func:`run_pass`) over the compiled graph:
+
+1. **triggers**: the dense top ``anchor_top_k`` (exact cosines against the in-memory
+   vectors) and the BM25 top ``anchor_top_k`` are the anchors;
+2. **model**: the configured retrieval model (:mod:`synapse_integrations.core.models`;
+   SYNAPSE's spreading activation by default) activates the graph from the anchors;
+3. **score**: the anchors and the nodes activation reached are ranked by the hybrid
+   score (cosine, activation, PageRank, normalised BM25), or by the model's own score;
+
+then :meth:`Retriever.run` applies the **gate** to the first pass's top item, runs the
+optional entity-feedback second pass, and builds the **items**. The pipeline only reads
+the memory: what it activated is returned (:attr:`Retrieval.activated`) for the engine to
+pass to the dormancy ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import SynapseConfig
+from ..types import RetrievalResult, RetrievedItem, ScoreComponents
+from . import scoring
+from .graph import Compiled
+from .models import Activation, Query, RetrievalModel, get_model
+from .state import MemoryState
+from .triggers import tokenize
+from .validation import from_epoch
+
+__all__ = ["Anchors", "Pass", "Retrieval", "RetrievalSteps", "Retriever", "build_item",
+           "feedback_entities", "run_pass", "triggers"]
+
+#: Concept types that are not named entities, for ``entity_feedback`` (the offline
+#: extractor's key phrases).
+NOT_ENTITY_TYPES = frozenset({"Topic"})
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """What the triggers picked: 1-based ranks by id, and the union as sorted indices."""
+
+    dense_rank: dict[str, int]
+    bm25_rank: dict[str, int]
+    indices: np.ndarray
+
+
+@dataclass
+class Pass:
+    """One retrieval pass: candidates (indices into the compiled graph) and their signals."""
+
+    cand: np.ndarray
+    order: np.ndarray
+    score: np.ndarray
+    sim: np.ndarray
+    activation: np.ndarray
+    pr: np.ndarray
+    lexical: np.ndarray | None
+    parents: np.ndarray | None
+    dense_rank: dict[str, int]
+    bm25_rank: dict[str, int]
+    activated: set[str] | None  # nodes at activation >= dormancy_epsilon (None: no model ran)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The result, and what each pass activated (for the dormancy ledger)."""
+
+    result: RetrievalResult
+    activated: tuple[set[str], ...]
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
+             sim_all: np.ndarray) -> Anchors:
+    """The dual trigger (section 3.2): dense and BM25 anchors."""
+    dense_rank: dict[str, int] = {}
+    bm25_rank: dict[str, int] = {}
+    if cfg.use_dense:
+        top_dense = scoring.top_k(sim_all, min(cfg.anchor_top_k, view.n))
+        dense_rank = {view.ids[i]: r + 1 for r, i in enumerate(top_dense)}
+    if cfg.use_bm25:
+        ids, _ = state.bm25.query(text, cfg.anchor_top_k)
+        bm25_rank = {i: r + 1 for r, i in enumerate(ids) if i in view.index}
+    indices = np.array(sorted({view.index[i] for i in (*dense_rank, *bm25_rank)}), dtype=np.int64)
+    return Anchors(dense_rank, bm25_rank, indices)
+
+
+def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: RetrievalModel,
+             text: str, qv: np.ndarray, sim_all: np.ndarray, k: int) -> Pass | None:
+    """Triggers, model and score for one query text (None: no anchor at all)."""
+    anchors = triggers(view, state, cfg, text, sim_all)
+    if anchors.indices.size == 0:
+        return None
+    parents = None
+    activated = None
+    own_score = None
+    if cfg.use_activation:
+        act = model.activate(view, Query(text, qv, sim_all, anchors.indices), cfg)
+        act_all = act.activation
+        parents = act.parents
+        active = np.flatnonzero(act_all > 0)
+        activated = {view.ids[i] for i in active[act_all[active] >= cfg.dormancy_epsilon]}
+        reached = active if act.reached is None else np.asarray(act.reached, dtype=np.int64)
+        cand = np.arange(view.n) if cfg.score_all_nodes else np.union1d(anchors.indices, reached)
+        activation = act_all[cand]
+        own_score = None if act.score is None else np.asarray(act.score, dtype=np.float64)[cand]
+    else:
+        cand = np.arange(view.n) if cfg.score_all_nodes else anchors.indices
+        activation = np.zeros(cand.size)
+    sim = sim_all[cand].astype(np.float64)
+    pr = state.graph.pagerank_array(cand) if cfg.uses_pagerank else np.zeros(cand.size)
+    lexical = None
+    if cfg.uses_lexical_score:
+        lex_all = state.bm25.scores_for(text, view.index, view.n)
+        best = float(lex_all.max()) if lex_all.size else 0.0
+        lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
+    score = own_score if own_score is not None else scoring.hybrid_score(
+        sim, activation, pr, **cfg.score_weights(), lexical=lexical)
+    order = scoring.top_k(score, min(k, cand.size))
+    return Pass(cand, order, score, sim, activation, pr, lexical, parents,
+                anchors.dense_rank, anchors.bm25_rank, activated)
+
+
+def feedback_entities(state: MemoryState, view: Compiled, run: Pass, top_r: int,
+                      query: str) -> dict[str, str]:
+    """Named-entity concepts linked to the first pass's ``top_r`` episodes: not topics,
+    not speakers (a speaker concept links to everything its speaker said), and not
+    already named in the query. Returns ``{entity id: the episode it came from}`` in
+    order of first appearance."""
+    g = state.graph.g
+    qwords = set(tokenize(query))
+    found: dict[str, str] = {}
+    tops = [view.ids[run.cand[j]] for j in run.order
+            if g.nodes[view.ids[run.cand[j]]]["kind"] == "episode"][:top_r]
+    for ep in tops:
+        speaker = str(g.nodes[ep].get("speaker") or "").lower()
+        for n in g.successors(ep):
+            d = g.nodes[n]
+            if d["kind"] != "concept" or d.get("ctype") in NOT_ENTITY_TYPES:
+                continue
+            if (d.get("attributes") or {}).get("kind") == "speaker" or \
+                    str(d["name"]).lower() == speaker:
+                continue
+            words = set(tokenize(d["name"]))
+            if words and not words <= qwords:
+                found.setdefault(n, ep)
+    return found
+
+
+def _explain_feedback(state: MemoryState, view: Compiled, first: Pass, second: Pass,
+                      found: Mapping[str, str]) -> None:
+    """Anchors that only the expanded lexical trigger found were reached through an
+    entity of a first-pass episode: record that path (episode -> entity -> anchor)."""
+    if second.parents is None:
+        return
+    g = state.graph.g
+    anchors = {**second.bm25_rank, **second.dense_rank}
+    # an entity hangs off its episode only when that episode is an anchor of this pass
+    # (parent -1), so the chains stay acyclic: anchor -> entity -> new anchor
+    linked = [e for e, ep in found.items()
+              if e in view.index and ep in anchors and second.parents[view.index[ep]] == -1]
+    for e in linked:
+        second.parents[view.index[e]] = view.index[found[e]]
+    seen_before = set(first.bm25_rank) | set(first.dense_rank)
+    for node_id in anchors:
+        if node_id in seen_before or node_id in found:
+            continue
+        via = next((e for e in linked if g.has_edge(e, node_id)), None)
+        if via is not None:
+            second.parents[view.index[node_id]] = view.index[via]
+
+
+def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
+               comp: ScoreComponents, parents: np.ndarray | None) -> RetrievedItem:
+    """The returned memory for compiled position ``idx``, with its activation path."""
+    node_id = view.ids[idx]
+    d = state.graph.node(node_id)
+    path: list[str] = []
+    if parents is not None:
+        j, seen = idx, set()
+        while j >= 0 and j not in seen:  # parent chains are acyclic; never loop anyway
+            seen.add(j)
+            path.append(view.ids[j])
+            j = int(parents[j])
+        path.reverse()
+    return RetrievedItem(
+        id=node_id, text=d["text"], kind=d["kind"], score=score, components=comp,
+        speaker=d.get("speaker"), timestamp=from_epoch(d.get("ts")),
+        metadata=dict(d.get("metadata") or {}) if d["kind"] == "episode"
+        else {"type": d.get("ctype"), "mentions": d.get("mentions"), "aliases": list(d.get("aliases", []))},
+        path=tuple(path),
+    )
+
+
+class Retriever:
+    """Runs the pipeline on one memory; keeps one instance of each model it used."""
+
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+        self._models: dict[str, RetrievalModel] = {}
+
+    def model(self, name: str) -> RetrievalModel:
+        """The memory's instance of the model registered as ``name``."""
+        model = self._models.get(name)
+        if model is None:
+            model = self._models[name] = get_model(name)
+        return model
+
+    def run(self, query: str, qv: np.ndarray, k: int, cfg: SynapseConfig) -> Retrieval:
+        """Rank memories for ``query`` (its unit vector ``qv``, validated by the caller)
+        and apply the gate."""
+        view = self.state.compiled()
+        if view.n == 0:
+            return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau), ())
+        model = self.model(cfg.model)
+        # cosines of every active node: one float32 mat-vec over the in-memory copy of the
+        # vectors Chroma holds. Exact (Chroma's HNSW is approximate, so its top-k could
+        # differ after a reload) and cheaper than a Chroma round trip.
+        sim_all = np.clip(view.embeddings @ qv, -1.0, 1.0)
+        run = run_pass(view, self.state, cfg, model, query, qv, sim_all, k)
+        if run is None:
+            return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau), ())
+        activated = [run.activated]
+        # the gate judges the question as asked (the feedback pass only re-ranks)
+        top = run.order[0]
+        if cfg.gate_signal == "score":
+            confidence = float(run.score[top])
+        elif cfg.gate_signal == "similarity" or not cfg.use_activation:
+            confidence = float(run.sim[top])
+        else:
+            confidence = float(run.activation[top])
+        rejected = cfg.use_gate and scoring.gate(confidence, tau=cfg.gate_tau)
+        if cfg.entity_feedback and cfg.use_graph:
+            found = feedback_entities(self.state, view, run, cfg.entity_feedback, query)
+            if found:
+                # the entities join the query: their names the lexical trigger's text,
+                # their mean vector the query vector (Rocchio-style, weight
+                # feedback_weight), and the whole pass runs again
+                g = self.state.graph
+                ev = _unit(np.mean([g.vectors[e] for e in found], axis=0))
+                q2 = _unit(qv + np.float32(cfg.feedback_weight) * ev)
+                names = " ".join(g.node(e)["name"] for e in found)
+                again = run_pass(view, self.state, cfg, model, f"{query} {names}", q2,
+                                 np.clip(view.embeddings @ q2, -1.0, 1.0), k)
+                if again is not None:
+                    _explain_feedback(self.state, view, run, again, found)
+                    activated.append(again.activated)
+                    run = again
+        items = tuple(
+            build_item(self.state, view, int(run.cand[j]), float(run.score[j]),
+                       ScoreComponents(float(run.sim[j]), float(run.activation[j]),
+                                       float(run.pr[j]), run.bm25_rank.get(view.ids[run.cand[j]]),
+                                       run.dense_rank.get(view.ids[run.cand[j]]),
+                                       float(run.lexical[j]) if run.lexical is not None else 0.0),
+                       run.parents)
+            for j in run.order
+        )
+        return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau),
+                         tuple(a for a in activated if a is not None))
+
+
+class RetrievalSteps:
+    """The pipeline one stage at a time, for benchmarks and explanations (see
+    :meth:`Synapse.inspect_retrieval`, which holds the memory's lock meanwhile)."""
+
+    def __init__(self, state: MemoryState, retriever: Retriever) -> None:
+        self.state = state
+        self.retriever = retriever
+        self.view = state.compiled()
+
+    def query(self, text: str, vector: np.ndarray, cfg: SynapseConfig) -> Query:
+        """The triggers' stage: cosines of every node and the anchors for ``text``."""
+        qv = np.asarray(vector, dtype=np.float32)
+        sim = np.clip(self.view.embeddings @ qv, -1.0, 1.0)
+        return Query(text, qv, sim, triggers(self.view, self.state, cfg, text, sim).indices)
+
+    def activate(self, query: Query, cfg: SynapseConfig) -> Activation:
+        """The model's stage for a prepared :meth:`query`."""
+        return self.retriever.model(cfg.model).activate(self.view, query, cfg)

@@ -1,0 +1,352 @@
+"""The one write path of a memory: the graph, the vectors in Chroma and the BM25 index
+change together here, and nowhere else.
+
+:class:`MemoryState` owns one namespace's stores and the bookkeeping that goes with them
+(turns waiting for consolidation, the last episode, counters). The mechanisms
+(ingestion, consolidation, forgetting, consistency) call its methods; none of them
+writes a store directly. It holds no lock: the engine does.
+
+>>> from synapse_integrations.core.state import episode_metadata
+>>> episode_metadata({"seq": 3, "ingest_ts": 1.0, "metadata": {}, "speaker": "Sam", "ts": 2.0})["kind"]
+'episode'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..config import SynapseConfig
+from ..errors import NodeNotFoundError, StorageError
+from ..storage.chroma import ChromaVectors
+from ..types import VectorWrite
+from .events import EventBus
+from .graph import Compiled, MemoryGraph, temporal_weight
+from .triggers import BM25Index
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MemoryState", "episode_metadata"]
+
+
+def episode_metadata(r: Mapping[str, Any]) -> dict[str, Any]:
+    """The Chroma metadata of an episode row (``seq``, ``ingest_ts``, ``metadata``, and
+    ``speaker`` / ``ts`` when set)."""
+    meta = {"kind": "episode", "seq": r["seq"], "ingest_ts": r["ingest_ts"],
+            "metadata_json": json.dumps(r["metadata"], ensure_ascii=False)}
+    if r["speaker"] is not None:
+        meta["speaker"] = r["speaker"]
+    if r["ts"] is not None:
+        meta["ts"] = r["ts"]
+    return meta
+
+
+class MemoryState:
+    """The stores of one namespace and their bookkeeping (see the module docstring).
+
+    Attributes:
+        config: the configuration the graph is built with.
+        graph: the episodic-semantic graph, its in-memory vectors and its archive.
+        vectors: the namespace's two Chroma collections (active, archive).
+        bm25: the lexical index over the active nodes' texts.
+        pending: episode ids not consolidated yet, oldest first.
+        last_episode: the newest episode (the next one gets a temporal edge from it).
+        windows: consolidation windows run so far.
+        windows_since_snapshot: windows since the last snapshot.
+        stale_pagerank: the graph changed since PageRank was last computed.
+        needs_repair: a storage error left the stores out of step.
+    """
+
+    def __init__(self, config: SynapseConfig, vectors: ChromaVectors,
+                 events: EventBus | None = None) -> None:
+        self.config = config
+        self.events = events or EventBus()
+        self.graph = MemoryGraph(config.embedding_dim)
+        self.vectors = vectors
+        self.bm25 = BM25Index()
+        self.pending: list[str] = []
+        self.last_episode: str | None = None
+        self.windows = 0
+        self.windows_since_snapshot = 0
+        self.stale_pagerank = False
+        self.needs_repair = False
+        # concept vectors written once per batch instead of once per window (None: write
+        # at once); flushed before any snapshot is taken
+        self._deferred: set[str] | None = None
+
+    # ------------------------------------------------------------------------------------
+    # reading
+    # ------------------------------------------------------------------------------------
+    def __contains__(self, node_id: str) -> bool:
+        return node_id in self.graph
+
+    def knows(self, node_id: str) -> bool:
+        """``node_id`` is an active or an archived node."""
+        return node_id in self.graph or node_id in self.graph.archive
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        """The attributes of an active node (:class:`NodeNotFoundError` if none)."""
+        return self.graph.node(node_id)
+
+    def archived_node(self, node_id: str) -> dict[str, Any]:
+        """The attributes of an archived node (:class:`NodeNotFoundError` if none)."""
+        rec = self.graph.archive.get(node_id)
+        if rec is None:
+            raise NodeNotFoundError(f"no archived memory with id {node_id!r}")
+        return rec["node"]
+
+    def compiled(self) -> Compiled:
+        """The array view retrieval reads (rebuilt only after the graph changed)."""
+        return self.graph.compiled()
+
+    def episodes(self, *, include_archived: bool = True) -> list[dict[str, Any]]:
+        """Episodic nodes as ``{"id", "text", "speaker", "ts", "seq", "metadata", ...}``
+        dicts (copies), in ingestion order, archived ones included unless asked otherwise."""
+        rows = [{"id": n, **d} for n, d in self.graph.g.nodes(data=True) if d.get("kind") == "episode"]
+        if include_archived:
+            rows += [{"id": i, **rec["node"]} for i, rec in self.graph.archive.items()
+                     if rec["node"].get("kind") == "episode"]
+        rows.sort(key=lambda r: r.get("seq", 0))
+        return rows
+
+    def archived(self) -> list[dict[str, Any]]:
+        """The archived nodes: ``{"id", "kind", "text", ...}`` each."""
+        return [{"id": i, **rec["node"]} for i, rec in self.graph.archive.items()]
+
+
+    def stats(self) -> dict[str, int]:
+        """Counts of nodes by kind, edges by kind, archived nodes, pending turns, windows."""
+        g = self.graph.g
+        out = {"episodes": 0, "concepts": 0}
+        for _, d in g.nodes(data=True):
+            out[d["kind"] + "s"] += 1
+        edges: dict[str, int] = {}
+        for _, _, kind in g.edges(data="kind"):
+            edges[kind] = edges.get(kind, 0) + 1
+        return {**out, "edges": g.number_of_edges(),
+                **{f"edges_{k}": v for k, v in sorted(edges.items())},
+                "archived": len(self.graph.archive), "pending": len(self.pending),
+                "windows": self.windows}
+
+    # ------------------------------------------------------------------------------------
+    # episodes
+    # ------------------------------------------------------------------------------------
+    def write_episodes(self, rows: Sequence[Mapping[str, Any]], embs: np.ndarray) -> None:
+        """Make turns durable: one upsert of their vectors, texts and metadata into the
+        active collection (:class:`StorageError` if Chroma fails)."""
+        self.vectors.active.upsert([r["id"] for r in rows], embs, [r["text"] for r in rows],
+                                   [episode_metadata(r) for r in rows])
+
+    def link_episode(self, node_id: str, vector: np.ndarray, *, text: str, speaker: str | None,
+                     ts: float | None, ingest_ts: float | None, metadata: dict[str, Any],
+                     seq: int | None = None) -> None:
+        """Add a stored turn to the graph (with its temporal edge from the previous
+        episode), to the BM25 index and to the turns awaiting consolidation."""
+        attrs: dict[str, Any] = {"kind": "episode", "text": text, "speaker": speaker, "ts": ts,
+                                 "ingest_ts": ingest_ts, "metadata": metadata, "dormant": 0}
+        if seq is not None:
+            attrs["seq"] = seq
+            self.graph.note_seq(seq)
+        self.graph.add_node(node_id, vector, **attrs)
+        prev = self.last_episode
+        if prev is not None and prev in self.graph:
+            prev_ts = self.graph.node(prev)["ts"]
+            dt = (ts - prev_ts) if (ts is not None and prev_ts is not None) else 0.0
+            cfg = self.config
+            w = temporal_weight(dt, rho=cfg.temporal_rho, seconds_per_unit=cfg.seconds_per_time_unit)
+            self.graph.add_edge(prev, node_id, kind="temporal", weight=w)
+            if cfg.temporal_bidirectional:
+                self.graph.add_edge(node_id, prev, kind="temporal", weight=w)
+        self.last_episode = node_id
+        self.pending.append(node_id)
+        self.bm25.add(node_id, text)
+
+    def newest_episode(self) -> str | None:
+        """The active episode with the highest ``seq`` (None when there is none)."""
+        eps = self.graph.ids("episode")
+        return max(eps, key=lambda n: self.graph.node(n)["seq"]) if eps else None
+
+    # ------------------------------------------------------------------------------------
+    # concepts and edges (consolidation)
+    # ------------------------------------------------------------------------------------
+    def add_concept(self, cid: str, vector: np.ndarray, *, name: str, ctype: str,
+                    confidence: float, attributes: dict[str, Any]) -> None:
+        """A new concept node, indexed for BM25 under its name."""
+        self.graph.add_node(cid, vector, kind="concept", text=name, name=name, ctype=ctype,
+                            confidence=float(confidence), attributes=dict(attributes),
+                            mentions=1, aliases=[name], dormant=0)
+        self.bm25.add(cid, name)
+
+    def merge_concept(self, cid: str, vector: np.ndarray, alias: str) -> None:
+        """A concept seen again: its (EMA-updated) vector, one more mention, the alias."""
+        self.graph.set_vector(cid, vector)
+        node = self.graph.node(cid)
+        node["mentions"] = node.get("mentions", 1) + 1
+        if alias not in node["aliases"]:
+            node["aliases"].append(alias)
+
+    def add_edge(self, u: str, v: str, *, kind: str, weight: float, **attrs: Any) -> None:
+        """Add (or strengthen to the max weight) the edge ``u -> v``."""
+        self.graph.add_edge(u, v, kind=kind, weight=weight, **attrs)
+
+    def prune_incoming(self, nodes: Sequence[str], top_k: int) -> int:
+        """Keep the ``top_k`` strongest incoming edges of each node; returns edges removed."""
+        return self.graph.prune_incoming(nodes, top_k)
+
+    def write_concept_vectors(self, ids: Sequence[str]) -> None:
+        """Write concepts' current vectors to Chroma: at once, or at the end of the batch
+        when :meth:`batched_concept_writes` is open."""
+        if self._deferred is not None:
+            self._deferred.update(ids)
+        elif ids:
+            self.upsert_vectors(list(ids), np.stack([self.graph.vectors[i] for i in ids]))
+
+    @contextmanager
+    def batched_concept_writes(self) -> Iterator[None]:
+        """Collect the concept vectors the windows inside touch and write them to Chroma in
+        one upsert on the way out (their latest values; concepts archived meanwhile are
+        skipped). Nothing reads Chroma's copy of a concept in between, and snapshots are
+        only taken after the flush, so a crash leaves no snapshot naming an unwritten
+        concept: its windows' turns are re-consolidated on the next open. Nested uses
+        join the outer batch."""
+        if self._deferred is not None:
+            yield
+            return
+        self._deferred = set()
+        try:
+            yield
+        finally:
+            try:
+                self.flush_concept_vectors()
+            finally:
+                self._deferred = None
+
+    def flush_concept_vectors(self) -> int:
+        """Write the concept vectors collected so far (if batching) and keep batching.
+        Returns how many were written."""
+        ids = self._deferred
+        if not ids:
+            return 0
+        self._deferred = set()
+        live = [i for i in ids if i in self.graph and i in self.graph.vectors]
+        if live:
+            t0 = time.perf_counter()
+            try:
+                self.upsert_vectors(live, np.stack([self.graph.vectors[i] for i in live]))
+            except StorageError:
+                self.needs_repair = True  # repair() writes the graph's vectors again
+                raise
+            self.events.emit(VectorWrite("concept", len(live), time.perf_counter() - t0))
+        return len(live)
+
+    # ------------------------------------------------------------------------------------
+    # vectors in Chroma
+    # ------------------------------------------------------------------------------------
+    def upsert_vectors(self, ids: Sequence[str], embs: np.ndarray) -> None:
+        """Write active nodes' vectors with their text and metadata (from the graph)."""
+        metas = []
+        for i in ids:
+            d = self.graph.node(i)
+            if d["kind"] == "episode":
+                metas.append(episode_metadata(d))
+            else:
+                metas.append({"kind": "concept", "seq": d["seq"]})
+        self.vectors.active.upsert(list(ids), embs, [self.graph.node(i)["text"] for i in ids],
+                                   metas)
+
+    def upsert_archived(self, ids: Sequence[str], embs: np.ndarray) -> None:
+        """Write archived nodes' vectors to the archive collection (text and kind from
+        their archive records)."""
+        recs = [self.graph.archive[i]["node"] for i in ids]
+        self.vectors.archive.upsert(ids, embs, [r["text"] for r in recs],
+                                    [{"kind": r["kind"]} for r in recs])
+
+    # ------------------------------------------------------------------------------------
+    # archive, restore, remove
+    # ------------------------------------------------------------------------------------
+    def archive(self, ids: Sequence[str]) -> list[str]:
+        """Move nodes out of the active graph, their vectors to the archive collection and
+        their texts out of the BM25 index. Returns the ids moved."""
+        vectors = self.graph.archive_nodes(ids)
+        if not vectors:
+            return []
+        moved = list(vectors)
+        self.upsert_archived(moved, np.stack(list(vectors.values())))
+        self.vectors.active.delete(moved)
+        self.bm25.remove(moved)
+        self.pending = [p for p in self.pending if p not in vectors]
+        self.stale_pagerank = True
+        logger.info("archived %d node(s)", len(moved))
+        return moved
+
+    def restore(self, ids: Sequence[str], embedder: Any) -> list[str]:
+        """Bring archived nodes back into the active graph (their vectors from the archive
+        collection, or embedded again from their text when lost there)."""
+        missing = [i for i in ids if i not in self.graph.archive]
+        if missing:
+            raise NodeNotFoundError(f"no archived memory with id(s) {missing[:5]}")
+        got, matrix, _ = self.vectors.archive.get(list(ids))
+        vectors = dict(zip(got, matrix))
+        lost = [i for i in ids if i not in vectors]
+        if lost:  # vector lost from the archive collection: embed the text again
+            texts = [self.graph.archive[i]["node"]["text"] for i in lost]
+            vectors.update(zip(lost, embedder.embed_documents(texts)))
+        restored = self.graph.restore_nodes({i: vectors[i] for i in ids})
+        for i in restored:
+            self.graph.node(i)["dormant"] = 0
+        self.upsert_vectors(restored, np.stack([vectors[i] for i in restored]))
+        self.vectors.archive.delete(restored)
+        for i in restored:
+            self.bm25.add(i, self.graph.node(i)["text"])
+        self.stale_pagerank = True
+        return restored
+
+    def remove(self, ids: Sequence[str]) -> list[str]:
+        """Remove ``ids`` for good from the graph, the archive, both collections and the
+        indexes. Returns the ids that existed in the graph or the archive."""
+        removed = list(dict.fromkeys(self.graph.remove_nodes(ids)))
+        self.vectors.active.delete(ids)
+        self.vectors.archive.delete(ids)
+        self.bm25.remove(ids)
+        gone = set(ids)
+        self.pending = [p for p in self.pending if p not in gone]
+        if self.last_episode in gone:
+            self.last_episode = self.newest_episode()
+        return removed
+
+    # ------------------------------------------------------------------------------------
+    # derived state
+    # ------------------------------------------------------------------------------------
+    def refresh_pagerank(self) -> None:
+        """Recompute the cached PageRank now."""
+        self.graph.refresh_pagerank(damping=self.config.pagerank_damping)
+        self.stale_pagerank = False
+
+    def refresh_pagerank_if_stale(self) -> None:
+        """Recompute PageRank once after the graph changed (consolidation, archive)."""
+        if self.stale_pagerank:
+            self.refresh_pagerank()
+
+    # ------------------------------------------------------------------------------------
+    # snapshots
+    # ------------------------------------------------------------------------------------
+    def snapshot_files(self) -> dict[str, Any]:
+        """What a snapshot holds (JSON): the graph and the ingestion bookkeeping."""
+        return {"graph": self.graph.to_json(),
+                "state": {"pending": self.pending, "last_episode": self.last_episode,
+                          "windows": self.windows}}
+
+    def load_snapshot(self, files: Mapping[str, Any]) -> None:
+        """Replace the graph and bookkeeping with a snapshot's (validated beforehand).
+        Vectors are filled in from Chroma by the consistency check that follows."""
+        self.graph = MemoryGraph.from_json(files.get("graph"), dim=self.config.embedding_dim)
+        state = files.get("state") or {}
+        self.pending = [i for i in state.get("pending", []) if i in self.graph]
+        self.last_episode = state.get("last_episode")
+        self.windows = int(state.get("windows", 0))

@@ -1,0 +1,49 @@
+"""Named configurations: the SYNAPSE paper's values, the ablation rows of its Table 3, and
+the engine options the benchmarks measure as methods of their own.
+
+Plain data (field name -> value), applied with :meth:`SynapseConfig.replace`:
+
+>>> from synapse_integrations import SynapseConfig
+>>> from synapse_integrations.presets import ABLATIONS
+>>> SynapseConfig().replace(**ABLATIONS["no-fan"]).use_fan_effect
+False
+>>> SynapseConfig.paper().iterations == PAPER_DEFAULTS["iterations"]
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ABLATIONS", "BENCH_OPTIONS", "PAPER_DEFAULTS"]
+
+#: The paper's values of every field whose default we changed (``SynapseConfig.paper()``;
+#: why each default differs: docs/concepts.md, "Where our defaults differ from the paper").
+PAPER_DEFAULTS: dict[str, Any] = {
+    "abstraction_scope": "window",
+    "anchor_top_k": 10,
+    "inhibition_beta": 0.15,
+    "iterations": 3,
+    "fan_exponent": 1.0,
+    "weight_pagerank": 0.2,
+    "weight_lexical": 0.0,
+    "gate_signal": "activation",
+    "gate_tau": 0.12,
+}
+
+#: The ablation rows of the paper's Table 3: each switches one mechanism off.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "full": {},
+    "no-gate": {"use_gate": False},
+    "no-inhibition": {"use_inhibition": False},
+    "no-fan": {"use_fan_effect": False},
+    "no-decay": {"use_decay": False},
+    "no-pagerank": {"use_pagerank": False},
+    "no-activation": {"use_activation": False},
+    "no-graph": {"use_graph": False},
+}
+
+#: Options that are off by default, measured by the benchmarks as methods of their own.
+BENCH_OPTIONS: dict[str, dict[str, Any]] = {
+    "synapse-entity-feedback": {"entity_feedback": 1},
+}
