@@ -1,31 +1,17 @@
-"""The extractor interface: the :class:`Extractor` protocol, the :class:`BaseExtractor`
-base class and the input checks every extractor shares."""
+"""The extractor interface: the :class:`Extractor` protocol (defined with the other
+Protocols in :mod:`synapse_integrations.types`), the :class:`BaseExtractor` base class and
+the input checks every extractor shares."""
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from typing import Protocol, runtime_checkable
 
 from ...errors import InvalidTypeError
-from ...types import Extraction, Turn
+from ...types import Extraction, Extractor, Turn
 
 __all__ = ["BaseExtractor", "Extractor", "check_turns", "is_int"]
-
-
-@runtime_checkable
-class Extractor(Protocol):
-    """Anything that turns one window of turns into an
-    :class:`~synapse_integrations.types.Extraction`."""
-
-    def extract(self, turns: Sequence[Turn]) -> Extraction:
-        """Extract concepts and relations from ``turns`` (one consolidation window)."""
-        ...
-
-    async def aextract(self, turns: Sequence[Turn]) -> Extraction:
-        """Async twin of :meth:`extract`."""
-        ...
 
 
 class BaseExtractor(ABC):

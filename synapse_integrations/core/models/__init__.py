@@ -18,7 +18,7 @@ from ...errors import ConfigError
 from .base import Activation, Query, RetrievalModel
 from .synapse import SynapseModel
 
-__all__ = ["Activation", "Query", "RetrievalModel", "get_model", "model_names", "register"]
+__all__ = ["Activation", "Query", "RetrievalModel", "get_model", "model_names", "register", "unregister"]
 
 _REGISTRY: dict[str, Callable[[], RetrievalModel]] = {}
 
@@ -28,6 +28,11 @@ def register(name: str, factory: Callable[[], RetrievalModel]) -> None:
     if not isinstance(name, str) or not name:
         raise ConfigError(f"a model name must be a non-empty str, got {name!r}")
     _REGISTRY[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Remove a registered model (no error when there is none)."""
+    _REGISTRY.pop(name, None)
 
 
 def model_names() -> list[str]:
