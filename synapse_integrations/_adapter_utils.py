@@ -47,6 +47,7 @@ __all__ = [
     "namespace_from_configurable",
     "require",
     "resolve_engine",
+    "speaker_prefix",
 ]
 
 #: The ``config["configurable"]`` keys that name a run's memory, first match wins: one
@@ -97,9 +98,21 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
     }
 
 
+def speaker_prefix(speaker: str | None, text: str) -> str:
+    """``"<speaker>: "`` for a memory's line, or ``""`` when there is no speaker or the
+    text already starts with it (turns are often stored as ``"Sam: ..."``).
+
+    >>> speaker_prefix("Sam", "I went skiing"), speaker_prefix("Sam", "Sam: I went skiing")
+    ('Sam: ', '')
+    """
+    if not speaker or text.lstrip().lower().startswith(f"{speaker.strip().lower()}:"):
+        return ""
+    return f"{speaker}: "
+
+
 def _line(item: RetrievedItem) -> str:
     when = f"[{item.timestamp.date().isoformat()}] " if item.timestamp else ""
-    who = f"{item.speaker}: " if item.speaker else ""
+    who = speaker_prefix(item.speaker, item.text)
     tag = "(concept) " if item.kind == "concept" else ""
     return f"- {when}{tag}{who}{item.text}"
 

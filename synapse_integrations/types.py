@@ -82,6 +82,9 @@ class RetrievedItem:
     # node ids from an anchor to this node along which activation reached it
     # (just [id] for an anchor); empty when the graph was not used
     path: tuple[str, ...] = ()
+    # names of the concepts linked to this episode that the query activated, strongest
+    # first: what led to it
+    concepts: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (timestamps as ISO 8601)."""
@@ -99,6 +102,7 @@ class RetrievedItem:
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,
             "metadata": dict(self.metadata),
             "path": list(self.path),
+            "concepts": list(self.concepts),
         }
 
 

@@ -63,7 +63,8 @@ from .consolidation import Consolidator, NameVectors
 from .events import EventBus
 from .extraction import OfflineExtractor
 from .ingestion import Ingestor
-from .retrieval import Retriever, RetrievalSteps
+from .filters import Filter
+from .retrieval import DEFAULT_KINDS, KINDS, Retriever, RetrievalSteps
 from .state import MemoryState
 from .validation import (
     MAX_TEXT_CHARS,
@@ -80,6 +81,17 @@ T = TypeVar("T")
 
 __all__ = ["MAX_TEXT_CHARS", "ConsistencyReport", "ConsolidationReport", "Synapse",
            "namespace_dirname", "to_epoch", "validate_namespace"]
+
+
+def _scope_of(kinds: Sequence[str], speakers: Any, since: Any, until: Any,
+              where: Any) -> tuple[tuple[str, ...], Filter | None]:
+    """Validated ``kinds`` and filter of a retrieval (errors name the bad argument)."""
+    if isinstance(kinds, str) or not isinstance(kinds, Iterable):
+        raise InvalidTypeError(f"kinds must be a list of node kinds, got {kinds!r}")
+    kinds = tuple(dict.fromkeys(kinds))
+    if not kinds or not set(kinds) <= set(KINDS):
+        raise InvalidInputError(f"kinds must be a non-empty subset of {list(KINDS)}, got {list(kinds)}")
+    return kinds, Filter.build(speakers=speakers, since=since, until=until, where=where)
 
 
 class Synapse:
@@ -357,16 +369,26 @@ class Synapse:
     # retrieval (sections 3.2-3.4)
     # ------------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *,
-                 config: SynapseConfig | None = None) -> RetrievalResult:
+                 config: SynapseConfig | None = None, kinds: Sequence[str] = DEFAULT_KINDS,
+                 speakers: str | Sequence[str] | None = None,
+                 since: datetime | float | str | None = None,
+                 until: datetime | float | str | None = None,
+                 where: Mapping[str, Any] | None = None) -> RetrievalResult:
         """Rank memories for ``query`` and apply the uncertainty gate.
 
-        ``config`` overrides the retrieval settings for this call only (see
-        :meth:`retrieve_by_vector`), e.g. a second pass through named entities:
+        Returns the ``k`` best memories: episodes (the turns), each with the concepts and
+        the path that led to it; ``kinds=("episode", "concept")`` also returns the concept
+        nodes themselves. Filters restrict what may be returned before anything is
+        ranked: ``speakers`` (one or several), an event-time range ``[since, until)``, and
+        ``where``, a condition on the turn metadata in Chroma's ``where`` language
+        (``{"topic": "ski"}``, ``{"n": {"$gte": 3}}``, ``{"$or": [...]}``; see
+        :mod:`synapse_integrations.core.filters`). ``config`` overrides the retrieval
+        settings for this call only (see :meth:`retrieve_by_vector`).
 
         >>> res = mem.retrieve("What is Dana studying?", k=5)     # doctest: +SKIP
-        >>> res.rejected, res.items[0].components.activation     # doctest: +SKIP
-        >>> mem.retrieve("What is the person from the ski trip studying?",
-        ...              config=mem.config.replace(entity_feedback=1))  # doctest: +SKIP
+        >>> res.rejected, res.items[0].concepts, res.items[0].components  # doctest: +SKIP
+        >>> mem.retrieve("What did I say about skiing?", speakers="user",
+        ...              since="2024-01-01", where={"channel": "mobile"})   # doctest: +SKIP
         """
         if not isinstance(query, str):
             raise InvalidTypeError(f"query must be a str, got {type(query).__name__}")
@@ -376,11 +398,21 @@ class Synapse:
             k = (config or self.config).top_k
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be an int >= 1, got {k!r}")
+        scope = _scope_of(kinds, speakers, since, until, where)  # checked before embedding
         q = self._embedder.embed_query(query)
-        return self.retrieve_by_vector(query, q, k=k, config=config)
+        return self.retrieve_by_vector(query, q, k=k, config=config, kinds=kinds,
+                                       speakers=speakers, since=since, until=until, where=where,
+                                       _scope=scope)
 
     def retrieve_by_vector(self, query: str, q: np.ndarray, *, k: int | None = None,
-                           config: SynapseConfig | None = None) -> RetrievalResult:
+                           config: SynapseConfig | None = None,
+                           kinds: Sequence[str] = DEFAULT_KINDS,
+                           speakers: str | Sequence[str] | None = None,
+                           since: datetime | float | str | None = None,
+                           until: datetime | float | str | None = None,
+                           where: Mapping[str, Any] | None = None,
+                           _scope: tuple[tuple[str, ...], Filter | None] | None = None
+                           ) -> RetrievalResult:
         """:meth:`retrieve` with the query embedding already computed (used by benchmarks).
 
         ``config`` overrides the memory's own *retrieval* settings for this call only
@@ -392,6 +424,7 @@ class Synapse:
             raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
         cfg = config or self.config
         k = cfg.top_k if k is None else k
+        kinds, flt = _scope or _scope_of(kinds, speakers, since, until, where)
         with self._lock:
             state = self._open_state()
             dim = state.graph.dim
@@ -399,7 +432,7 @@ class Synapse:
             if len(state.graph) and (qv.shape != (dim,) or not np.all(np.isfinite(qv))):
                 raise InvalidInputError(f"query vector must be a finite array of shape ({dim},), "
                                         f"got shape {qv.shape}")
-            out = self._retriever.run(query, qv, k, cfg)
+            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt)
             for activated in out.activated:  # the one thing a read records: for dormancy
                 self._consolidator.dormancy.observe(activated)
             return out.result
@@ -583,10 +616,9 @@ class Synapse:
         """Async twin of :meth:`consolidate`."""
         return await self._run(self.consolidate)
 
-    async def aretrieve(self, query: str, k: int | None = None, *,
-                        config: SynapseConfig | None = None) -> RetrievalResult:
-        """Async twin of :meth:`retrieve`."""
-        return await self._run(self.retrieve, query, k, config=config)
+    async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult:
+        """Async twin of :meth:`retrieve` (same keyword arguments)."""
+        return await self._run(self.retrieve, query, k, **kwargs)
 
     async def aforget(self, ids: Sequence[str] | None = None, **kwargs: Any) -> list[str]:
         """Async twin of :meth:`forget`."""

@@ -22,22 +22,73 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..config import SynapseConfig
 from ..types import RetrievalResult, RetrievedItem, ScoreComponents
 from . import scoring
+from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
 from .state import MemoryState
 from .triggers import tokenize
 from .validation import from_epoch
 
-__all__ = ["Anchors", "Pass", "Retrieval", "RetrievalSteps", "Retriever", "build_item",
+__all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "RetrievalSteps", "Retriever", "build_item",
            "feedback_entities", "run_pass", "triggers"]
 
 #: Concept types that are not named entities, for ``entity_feedback`` (the offline
 #: extractor's key phrases).
 NOT_ENTITY_TYPES = frozenset({"Topic"})
+
+
+#: What retrieve() returns by default: memories, not the concepts that found them.
+DEFAULT_KINDS = ("episode",)
+KINDS = ("episode", "concept")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which nodes a query may use: ``anchors`` may be picked by the triggers (None: all),
+    ``returnable`` may be ranked and returned (None: all). A filter restricts both to the
+    matching episodes (concepts still anchor and bridge); ``kinds`` restricts what is
+    returned."""
+
+    anchors: np.ndarray | None = None
+    returnable: np.ndarray | None = None
+
+    @classmethod
+    def build(cls, view: Compiled, kinds: tuple[str, ...], flt: Filter | None) -> Scope:
+        is_ep = view.is_episode
+        matching = is_ep if flt is None else _matching_episodes(view, flt)
+        returnable = np.zeros(view.n, dtype=bool)
+        if "episode" in kinds:
+            returnable |= matching
+        if "concept" in kinds:
+            returnable |= ~is_ep
+        everything = flt is None and set(kinds) >= set(KINDS)
+        return cls(None if flt is None else matching | ~is_ep,
+                   None if everything else returnable)
+
+
+def _matching_episodes(view: Compiled, flt: Filter) -> np.ndarray:
+    """Episodes of the view that match ``flt`` (vectorised for speakers and time)."""
+    ok = view.is_episode.copy()
+    if flt.speakers is not None:
+        speakers = view.node_values("speaker")
+        ok &= np.fromiter((sp in flt.speakers for sp in speakers), dtype=bool, count=view.n)
+    if flt.since is not None or flt.until is not None:
+        ts = np.array([np.nan if t is None else t for t in view.node_values("ts")], dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            if flt.since is not None:
+                ok &= ts >= flt.since
+            if flt.until is not None:
+                ok &= ts < flt.until
+    if flt.where is not None:
+        metadata = view.node_values("metadata")
+        for i in np.flatnonzero(ok):
+            ok[i] = flt.where(metadata[i] or {})
+    return ok
 
 
 @dataclass(frozen=True)
@@ -79,24 +130,35 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
-             sim_all: np.ndarray) -> Anchors:
-    """The dual trigger (section 3.2): dense and BM25 anchors."""
+             sim_all: np.ndarray, allowed: np.ndarray | None = None) -> Anchors:
+    """The dual trigger (section 3.2): dense and BM25 anchors, among the ``allowed``
+    nodes (all when None)."""
     dense_rank: dict[str, int] = {}
     bm25_rank: dict[str, int] = {}
     if cfg.use_dense:
-        top_dense = scoring.top_k(sim_all, min(cfg.anchor_top_k, view.n))
+        sims = sim_all if allowed is None else np.where(allowed, sim_all, -np.inf)
+        top_dense = scoring.top_k(sims, min(cfg.anchor_top_k, view.n if allowed is None
+                                            else int(allowed.sum())))
         dense_rank = {view.ids[i]: r + 1 for r, i in enumerate(top_dense)}
     if cfg.use_bm25:
-        ids, _ = state.bm25.query(text, cfg.anchor_top_k)
-        bm25_rank = {i: r + 1 for r, i in enumerate(ids) if i in view.index}
+        if allowed is None:
+            ids, _ = state.bm25.query(text, cfg.anchor_top_k)
+            bm25_rank = {i: r + 1 for r, i in enumerate(ids) if i in view.index}
+        else:
+            lex = np.where(allowed, state.bm25.scores_for(text, view.index, view.n), 0.0)
+            top = [i for i in scoring.top_k(lex, cfg.anchor_top_k) if lex[i] > 0]
+            bm25_rank = {view.ids[i]: r + 1 for r, i in enumerate(top)}
     indices = np.array(sorted({view.index[i] for i in (*dense_rank, *bm25_rank)}), dtype=np.int64)
     return Anchors(dense_rank, bm25_rank, indices)
 
 
 def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: RetrievalModel,
-             text: str, qv: np.ndarray, sim_all: np.ndarray, k: int) -> Pass | None:
-    """Triggers, model and score for one query text (None: no anchor at all)."""
-    anchors = triggers(view, state, cfg, text, sim_all)
+             text: str, qv: np.ndarray, sim_all: np.ndarray, k: int,
+             scope: Scope | None = None) -> Pass | None:
+    """Triggers, model and score for one query text (None: no anchor at all). ``order``
+    ranks the returnable candidates only."""
+    scope = scope or Scope()
+    anchors = triggers(view, state, cfg, text, sim_all, scope.anchors)
     if anchors.indices.size == 0:
         return None
     parents = None
@@ -124,7 +186,11 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical)
-    order = scoring.top_k(score, min(k, cand.size))
+    if scope.returnable is None:
+        order = scoring.top_k(score, min(k, cand.size))
+    else:
+        keep = np.flatnonzero(scope.returnable[cand])
+        order = keep[scoring.top_k(score[keep], min(k, keep.size))]
     return Pass(cand, order, score, sim, activation, pr, lexical, parents,
                 anchors.dense_rank, anchors.bm25_rank, activated)
 
@@ -178,9 +244,37 @@ def _explain_feedback(state: MemoryState, view: Compiled, first: Pass, second: P
             second.parents[view.index[node_id]] = view.index[via]
 
 
+def activation_vector(view: Compiled, run: Pass) -> np.ndarray:
+    """This pass's activation of every node of the view (0 outside the candidates)."""
+    full = np.zeros(view.n)
+    full[run.cand] = run.activation
+    return full
+
+
+def _out_adjacency(view: Compiled) -> sp.csr_array:
+    return sp.csr_array((np.ones(view.src.size), (view.src, view.dst)), shape=(view.n, view.n))
+
+
+def _led_by(view: Compiled, idx: int, activation: np.ndarray | None) -> tuple[str, ...]:
+    """Names of the concepts an episode links to that this query activated, strongest
+    first (at most 5): the concepts that led to it."""
+    if activation is None or not view.is_episode[idx]:
+        return ()
+    adj = view.derived("out-adjacency", _out_adjacency)
+    nbrs = adj.indices[adj.indptr[idx]:adj.indptr[idx + 1]]
+    nbrs = nbrs[~view.is_episode[nbrs] & (activation[nbrs] > 0)]
+    if nbrs.size == 0:
+        return ()
+    names = view.node_values("name")
+    best = nbrs[np.lexsort((nbrs, -activation[nbrs]))[:5]]
+    return tuple(names[i] for i in best)
+
+
 def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
-               comp: ScoreComponents, parents: np.ndarray | None) -> RetrievedItem:
-    """The returned memory for compiled position ``idx``, with its activation path."""
+               comp: ScoreComponents, parents: np.ndarray | None,
+               activation: np.ndarray | None = None) -> RetrievedItem:
+    """The returned memory for compiled position ``idx``, with its activation path and
+    the concepts that led to it."""
     node_id = view.ids[idx]
     d = state.graph.node(node_id)
     path: list[str] = []
@@ -197,6 +291,7 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
         metadata=dict(d.get("metadata") or {}) if d["kind"] == "episode"
         else {"type": d.get("ctype"), "mentions": d.get("mentions"), "aliases": list(d.get("aliases", []))},
         path=tuple(path),
+        concepts=_led_by(view, idx, activation),
     )
 
 
@@ -214,9 +309,10 @@ class Retriever:
             model = self._models[name] = get_model(name)
         return model
 
-    def run(self, query: str, qv: np.ndarray, k: int, cfg: SynapseConfig) -> Retrieval:
+    def run(self, query: str, qv: np.ndarray, k: int, cfg: SynapseConfig, *,
+            kinds: tuple[str, ...] = DEFAULT_KINDS, flt: Filter | None = None) -> Retrieval:
         """Rank memories for ``query`` (its unit vector ``qv``, validated by the caller)
-        and apply the gate."""
+        and apply the gate. Only nodes of ``kinds`` that match ``flt`` are returned."""
         view = self.state.compiled()
         if view.n == 0:
             return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau), ())
@@ -225,11 +321,14 @@ class Retriever:
         # vectors Chroma holds. Exact (Chroma's HNSW is approximate, so its top-k could
         # differ after a reload) and cheaper than a Chroma round trip.
         sim_all = np.clip(view.embeddings @ qv, -1.0, 1.0)
-        run = run_pass(view, self.state, cfg, model, query, qv, sim_all, k)
-        if run is None:
-            return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau), ())
+        scope = Scope.build(view, kinds, flt)
+        run = run_pass(view, self.state, cfg, model, query, qv, sim_all, k, scope)
+        if run is None or run.order.size == 0:  # nothing (that the filters allow) to return
+            return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau),
+                             () if run is None or run.activated is None else (run.activated,))
         activated = [run.activated]
-        # the gate judges the question as asked (the feedback pass only re-ranks)
+        # the gate judges the top memory returned for the question as asked (the feedback
+        # pass only re-ranks)
         top = run.order[0]
         if cfg.gate_signal == "score":
             confidence = float(run.score[top])
@@ -249,18 +348,19 @@ class Retriever:
                 q2 = _unit(qv + np.float32(cfg.feedback_weight) * ev)
                 names = " ".join(g.node(e)["name"] for e in found)
                 again = run_pass(view, self.state, cfg, model, f"{query} {names}", q2,
-                                 np.clip(view.embeddings @ q2, -1.0, 1.0), k)
+                                 np.clip(view.embeddings @ q2, -1.0, 1.0), k, scope)
                 if again is not None:
                     _explain_feedback(self.state, view, run, again, found)
                     activated.append(again.activated)
                     run = again
+        activation = activation_vector(view, run) if cfg.use_activation else None
         items = tuple(
             build_item(self.state, view, int(run.cand[j]), float(run.score[j]),
                        ScoreComponents(float(run.sim[j]), float(run.activation[j]),
                                        float(run.pr[j]), run.bm25_rank.get(view.ids[run.cand[j]]),
                                        run.dense_rank.get(view.ids[run.cand[j]]),
                                        float(run.lexical[j]) if run.lexical is not None else 0.0),
-                       run.parents)
+                       run.parents, activation)
             for j in run.order
         )
         return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau),

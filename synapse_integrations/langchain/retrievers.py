@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._adapter_utils import DEFAULT_EMPTY_TEXT, item_metadata, require
+from .._adapter_utils import DEFAULT_EMPTY_TEXT, item_metadata, require, speaker_prefix
 from ..types import RetrievalResult
 
 require("langchain_core", "langchain")
@@ -32,8 +32,8 @@ def format_documents(docs: Sequence[Document], *, empty: str = DEFAULT_EMPTY_TEX
     lines = []
     for d in docs:
         when = (d.metadata.get("timestamp") or "")[:10]
-        who = d.metadata.get("speaker")
-        lines.append(f"- {'[' + when + '] ' if when else ''}{who + ': ' if who else ''}{d.page_content}")
+        lines.append(f"- {'[' + when + '] ' if when else ''}"
+                     f"{speaker_prefix(d.metadata.get('speaker'), d.page_content)}{d.page_content}")
     return "\n".join(lines) if lines else empty
 
 
@@ -71,7 +71,8 @@ class SynapseRetriever(BaseRetriever):
     Args:
         engine: the memory (a ``Synapse``).
         k: how many items to return by default (override per call: ``invoke(q, k=3)``).
-        kinds: which node kinds to return (``"episode"``, ``"concept"``).
+        kinds: which node kinds to return: the memories (``"episode"``, default), and the
+            concept nodes that link them too with ``("episode", "concept")``.
         include_rejected: return the ranked items even when the gate rejected the query.
     """
 
@@ -79,7 +80,7 @@ class SynapseRetriever(BaseRetriever):
 
     engine: Any = Field(description="The Synapse memory to search.")
     k: int = Field(default=10, ge=1, description="Number of memories to return.")
-    kinds: tuple[str, ...] = ("episode", "concept")
+    kinds: tuple[str, ...] = ("episode",)
     include_rejected: bool = False
 
     def _k(self, k: int | None) -> int:
@@ -87,7 +88,7 @@ class SynapseRetriever(BaseRetriever):
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None) -> list[Document]:
-        result = self.engine.retrieve(query, k=self._k(k))
+        result = self.engine.retrieve(query, k=self._k(k), kinds=self.kinds)
         if result.rejected:
             run_manager.on_text(f"SYNAPSE gate: nothing in memory for {query!r} "
                                 f"(confidence {result.confidence:.3f} < {result.gate_tau})")
@@ -98,7 +99,7 @@ class SynapseRetriever(BaseRetriever):
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None) -> list[Document]:
-        result = await self.engine.aretrieve(query, k=self._k(k))
+        result = await self.engine.aretrieve(query, k=self._k(k), kinds=self.kinds)
         if result.rejected:
             await run_manager.on_text(f"SYNAPSE gate: nothing in memory for {query!r} "
                                       f"(confidence {result.confidence:.3f} < {result.gate_tau})")

@@ -17,7 +17,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa
 _LLM_KEYS = ("speaker", "timestamp")
 
 
-def to_nodes(result: RetrievalResult, *, kinds: tuple[str, ...] = ("episode", "concept"),
+def to_nodes(result: RetrievalResult, *, kinds: tuple[str, ...] = ("episode",),
              include_rejected: bool = False) -> list[NodeWithScore]:
     """``NodeWithScore`` per retrieved item (nothing when the gate rejected the query)."""
     out = []
@@ -48,11 +48,12 @@ class SynapseRetriever(BaseRetriever):
     Args:
         engine: the memory (a ``Synapse``).
         k: how many items to return.
-        kinds: which node kinds to return (``"episode"``, ``"concept"``).
+        kinds: which node kinds to return: the memories (``"episode"``, default), and the
+            concept nodes that link them too with ``("episode", "concept")``.
         include_rejected: return the ranked items even when the gate rejected the query.
     """
 
-    def __init__(self, engine: MemoryEngine, k: int = 10, *, kinds: tuple[str, ...] = ("episode", "concept"),
+    def __init__(self, engine: MemoryEngine, k: int = 10, *, kinds: tuple[str, ...] = ("episode",),
                  include_rejected: bool = False, callback_manager: CallbackManager | None = None,
                  verbose: bool = False) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -62,9 +63,10 @@ class SynapseRetriever(BaseRetriever):
         self.include_rejected = include_rejected
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(self.engine.retrieve(query_bundle.query_str, k=self.k),
+        return to_nodes(self.engine.retrieve(query_bundle.query_str, k=self.k, kinds=self.kinds),
                         kinds=self.kinds, include_rejected=self.include_rejected)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(await self.engine.aretrieve(query_bundle.query_str, k=self.k),
+        return to_nodes(await self.engine.aretrieve(query_bundle.query_str, k=self.k,
+                                                    kinds=self.kinds),
                         kinds=self.kinds, include_rejected=self.include_rejected)
