@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError, FirewallBlockedError
+from ..errors import ConfigError, FirewallBlockedError
 
 ACTIONS = ("block", "redact", "allow")
 
@@ -207,7 +207,7 @@ class Firewall:
         if config is None:
             config = FirewallConfig()
         if not isinstance(config, FirewallConfig):
-            from .errors import InvalidTypeError
+            from ..errors import InvalidTypeError
 
             raise InvalidTypeError(f"firewall must be a FirewallConfig, got {type(config).__name__}")
         self.config = config
