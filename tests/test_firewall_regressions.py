@@ -147,3 +147,40 @@ def test_no_pattern_backtracks_badly(name):
         elapsed = time.perf_counter() - t0
         # a linear scan of 100 000 characters takes milliseconds; quadratic ones take minutes
         assert elapsed < 2.0, (name, category, elapsed)
+
+
+def test_metadata_values_under_a_credential_name_are_credentials():
+    fw = Firewall()
+    meta = {"password": "hunter", "DB_PASSWORD": "letmein", "apiKey": "abc",
+            "nested": [{"client_secret": "zz top"}], "Authorization": "Basic ZGFuYTpwdw==",
+            "token_count": "512", "secret_name": "prod/db", "passport": "X1234567",
+            "password2": "None", "note": "plain words"}
+    out = fw.check_value(meta)
+    for key in ("password", "DB_PASSWORD", "apiKey", "Authorization"):
+        assert out[key] == "[REDACTED:credential]", key
+    assert out["nested"] == [{"client_secret": "[REDACTED:credential]"}]
+    for key in ("token_count", "secret_name", "passport", "password2", "note"):
+        assert out[key] == meta[key], key
+    with pytest.raises(FirewallBlockedError) as info:
+        Firewall(FirewallConfig(secrets="block")).check_value({"pwd": "hunter"})
+    assert info.value.categories == ("credential",) and "hunter" not in str(info.value)
+    assert Firewall(FirewallConfig(overrides={"credential": "allow"})).check_value(
+        {"password": "hunter"}) == {"password": "hunter"}
+
+
+def test_engine_stores_redacted_metadata_credentials(tmp_path):
+    from synapse_integrations import Synapse
+
+    from _safety_helpers import HashEmbedder
+
+    mem = Synapse(tmp_path / "m", embedder=HashEmbedder())
+    i = mem.add_turn("the new staging database is up, JWT_SECRET=mysupersecretjwtkey",
+                     metadata={"db": {"user": "app", "password": "hunter"}})
+    node = mem.get(i)
+    assert node["text"] == "the new staging database is up, JWT_SECRET=[REDACTED:credential]"
+    assert node["metadata"] == {"db": {"user": "app", "password": "[REDACTED:credential]"}}
+    mem.close()
+    for f in (tmp_path / "m").rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert b"mysupersecretjwtkey" not in data and b"hunter" not in data, f

@@ -29,10 +29,11 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError, FirewallBlockedError
-from .detectors import DETECTORS, card_issuer_ok, is_placeholder, luhn_ok
+from .detectors import DETECTORS, card_issuer_ok, is_credential_name, is_placeholder, luhn_ok
 
 __all__ = ["ACTIONS", "CATEGORIES", "PII_CATEGORIES", "SECRET_CATEGORIES", "Finding", "Firewall",
-           "FirewallConfig", "ScanResult", "card_issuer_ok", "is_placeholder", "luhn_ok"]
+           "FirewallConfig", "ScanResult", "card_issuer_ok", "is_credential_name", "is_placeholder",
+           "luhn_ok"]
 
 ACTIONS = ("block", "redact", "allow")
 
@@ -183,8 +184,22 @@ class Firewall:
         if isinstance(value, str):
             return self.check_text(value, what=what)
         if isinstance(value, Mapping):
-            return {self.check_value(k, what=what): self.check_value(v, what=what)
+            return {self.check_value(k, what=what): self._check_named(k, v, what)
                     for k, v in value.items()}
         if isinstance(value, list):
             return [self.check_value(v, what=what) for v in value]
         return value
+
+    def _check_named(self, key: Any, value: Any, what: str) -> Any:
+        """A string stored under a credential's name ({"password": "hunter"}) is a credential
+        as a whole, whatever it looks like; everything else is screened as usual."""
+        action = self.config.action("credential")
+        if (action == "allow" or not isinstance(key, str) or not isinstance(value, str)
+                or not is_credential_name(key) or is_placeholder(value)):
+            return self.check_value(value, what=what)
+        if action == "block":
+            raise FirewallBlockedError(
+                f"the write firewall blocked this {what}: it contains credential (nothing was "
+                f"stored; remove it, or set FirewallConfig(overrides=...) to 'redact' or "
+                f"'allow')", ("credential",))
+        return self.config.placeholder.format(category="credential")

@@ -302,6 +302,27 @@ def _credential_value(text: str, kw_start: int, kw_end: int) -> tuple[int, int] 
     return vs, vs + len(value)
 
 
+def is_credential_name(name: str) -> bool:
+    """Is ``name`` (a metadata key, a form field) the name of a credential: ``password``,
+    ``DB_PASSWORD``, ``apiKey``, ``client_secret``, ``Authorization``...? Then the whole value
+    stored under it is one, whatever it looks like."""
+    if not name or len(name) > 80:
+        return False
+    low = name.lower()
+    if len(low) != len(name):
+        return False
+    for m in _CRED_KEYWORD.finditer(low):
+        if _CRED_NAME_SUFFIX.match(low, m.end()).end() != len(low):
+            continue
+        prefix = name[:m.start()]
+        if any(c not in _NAME_CHARS and c != " " for c in prefix):
+            continue
+        if m.group() in ("pass", "pw") and prefix and prefix[-1] not in "_.- ":
+            continue
+        return True
+    return False
+
+
 # -- e-mail addresses -------------------------------------------------------------------------
 # Unicode letters and digits (\w without "_") plus the combining marks of the scripts whose
 # vowel signs \w misses (Devanagari, Bengali, Tamil, Thai, ...).
