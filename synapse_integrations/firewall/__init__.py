@@ -9,14 +9,22 @@ belongs to a *category*; each category has an action:
 - ``"redact"``: the match is replaced by ``[REDACTED:<category>]``;
 - ``"allow"``: stored as given.
 
-Defaults (see docs/safety.md): the firewall is on and **redacts secrets** (API keys,
-private key blocks, passwords in URLs, ``password=...`` style credentials); personal data
+Defaults (see docs/safety.md): the firewall is on and **redacts secrets** (provider API keys,
+JWTs and webhook URLs as ``api_key``; private key blocks; passwords in URLs; credentials
+named by a keyword -- ``password=...``, ``.env`` lines such as ``DB_PASSWORD=...``,
+``"client_secret": "..."``, "the password is ...", ``Authorization: Bearer ...`` -- as
+``credential``, and so is a metadata string stored under such a name); personal data
 (emails, phone numbers, card numbers, US SSNs) is **allowed** unless you opt in, because a
 memory of a conversation usually needs names and contact details.
 
+The detectors are in :mod:`.detectors`; ``python -m synapse_integrations.firewall`` measures
+them on the labelled corpus in ``tests/fixtures/`` (:mod:`.evaluate`).
+
 >>> fw = Firewall(FirewallConfig(pii="redact"))
->>> fw.scan_text("mail me at dana@example.org, key sk-abcdefghijklmnopqrstuvwx").text
+>>> fw.scan_text("mail me at dana@example.org, key sk-abc123def456ghi789jkl0").text
 'mail me at [REDACTED:email], key [REDACTED:api_key]'
+>>> fw.scan_text('DB_PASSWORD=hunter2 and password="correct horse battery staple"').text
+'DB_PASSWORD=[REDACTED:credential] and password="[REDACTED:credential]"'
 >>> fw.scan_text("version 1.2.3 shipped on 2024-03-02").findings
 ()
 """

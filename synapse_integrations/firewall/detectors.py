@@ -99,9 +99,9 @@ _API_KEY = re.compile(
 # every alternative above contains one of these; a text with none of them is skipped
 _API_KEY_LITERALS = (
     "sk-", "sk_", "rk_", "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA",
-    "APKA", "AROA", "gh", "github_pat_", "gl", "xox", "AIza", "ya29.", "whsec_", "SK", "SG.", "npm_", "pypi-",
-    "hf_", "-us", "sq0", "shp", "_v1_", "gsk_", "dapi", "PMAK-", "lin_api_", "r8_", ":AA", "eyJ",
-    "https://")
+    "APKA", "AROA", "gh", "github_pat_", "gl", "xox", "AIza", "ya29.", "whsec_", "SK", "SG.",
+    "npm_", "pypi-", "hf_", "-us", "sq0", "shp", "_v1_", "gsk_", "dapi", "PMAK-", "lin_api_",
+    "r8_", ":AA", "eyJ", "https://")
 
 
 def find_api_keys(text: str) -> Spans:
@@ -283,8 +283,9 @@ def _credential_value(text: str, kw_start: int, kw_end: int) -> tuple[int, int] 
     ref = _REFERENCE.fullmatch(value)
     if ref and ("." in value or ref.group("call")):
         return None  # settings.OPENAI_API_KEY, os.environ[, getpass()
-    code_style = bool(sep.group("sp1") or sep.group("sp2")) and sep.group("op") == "=" \
-        or raw[len(value):len(value) + 1] in (",", ")")
+    spaced_assignment = sep.group("op") == "=" and bool(sep.group("sp1") or sep.group("sp2"))
+    argument = raw[len(value):len(value) + 1] in (",", ")")
+    code_style = spaced_assignment or argument  # x = value, f(password=value)
     if code_style and _IDENTIFIER.fullmatch(value) and not any(c.isdigit() for c in value):
         return None  # user.password = hashed; login(password=pw)
     compound = bool(prefix) or suffix_len > 0 or any(c in kw for c in "_-") \
@@ -326,7 +327,8 @@ def is_credential_name(name: str) -> bool:
 # -- e-mail addresses -------------------------------------------------------------------------
 # Unicode letters and digits (\w without "_") plus the combining marks of the scripts whose
 # vowel signs \w misses (Devanagari, Bengali, Tamil, Thai, ...).
-_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff\u0e31-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff"
+          "\u0e31-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f")
 _LD = rf"(?:[^\W_]|[{_MARKS}])"          # letter, digit or mark
 _EMAIL = re.compile(
     rf"(?<![\w.+%'/{_MARKS}-])(?P<v>(?:[\w.+%'-]|[{_MARKS}]){{1,64}}@"
