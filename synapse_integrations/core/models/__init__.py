@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from ...errors import ConfigError
 from .base import Activation, Query, RetrievalModel
+from .evermind import EvermindModel
 from .synapse import SynapseModel
 
 __all__ = ["Activation", "Query", "RetrievalModel", "get_model", "model_names", "register"]
@@ -46,3 +47,4 @@ def get_model(name: str) -> RetrievalModel:
 
 
 register("synapse", SynapseModel)
+register("evermind", EvermindModel)
