@@ -17,6 +17,7 @@ from collections.abc import Callable
 from ...errors import ConfigError
 from .base import Activation, Query, RetrievalModel
 from .evermind import EvermindModel
+from .ppr import PPRModel
 from .synapse import SynapseModel
 
 __all__ = ["Activation", "Query", "RetrievalModel", "get_model", "model_names", "register"]
@@ -48,3 +49,4 @@ def get_model(name: str) -> RetrievalModel:
 
 register("synapse", SynapseModel)
 register("evermind", EvermindModel)
+register("ppr", PPRModel)
