@@ -17,6 +17,7 @@ from collections.abc import Callable
 from ...errors import ConfigError
 from .base import Activation, Query, RetrievalModel
 from .evermind import EvermindModel
+from .mnemos import MnemosModel
 from .ppr import PPRModel
 from .synapse import SynapseModel
 
@@ -49,4 +50,5 @@ def get_model(name: str) -> RetrievalModel:
 
 register("synapse", SynapseModel)
 register("evermind", EvermindModel)
+register("mnemos", MnemosModel)
 register("ppr", PPRModel)
