@@ -20,6 +20,7 @@ from .evermind import EvermindModel
 from .mnemos import MnemosModel
 from .ppr import PPRModel
 from .synapse import SynapseModel
+from .synaptic import SynapticModel
 
 __all__ = ["Activation", "Query", "RetrievalModel", "get_model", "model_names", "register"]
 
@@ -50,5 +51,6 @@ def get_model(name: str) -> RetrievalModel:
 
 register("synapse", SynapseModel)
 register("evermind", EvermindModel)
+register("synaptic", SynapticModel)
 register("mnemos", MnemosModel)
 register("ppr", PPRModel)
