@@ -255,6 +255,20 @@ def test_model_affective_score_uses_the_query_state():
     assert tagger.calls == calls  # node and query tags are cached per text
 
 
+def test_model_prefers_tags_stored_at_ingestion():
+    v = chain_view()
+    stored = Compiled.from_arrays(v.ids, v.embeddings, src=[], dst=[], weight=[],
+                                  is_episode=v.is_episode, attrs={
+                                      "text": ["docker", "kubernetes", "nginx", "lb", "Docker"],
+                                      "affect": [[-0.5, 0.8, 0.2], None, [2, -1, 0.5], ["x"] * 3,
+                                                 [0.1, 0.2, float("nan")]]})
+    tagger = StubTagger({})
+    states = MnemosModel(tagger).states(stored)
+    np.testing.assert_allclose(states, [[-0.5, 0.8, 0.2], [0, 0.5, 0.5], [1.0, 0.0, 0.5],
+                                        [0, 0.5, 0.5], [0, 0.5, 0.5]])  # clamped; else tagged
+    assert tagger.calls == 3
+
+
 def test_model_options_and_errors():
     v = chain_view()
     m = MnemosModel(StubTagger({}))

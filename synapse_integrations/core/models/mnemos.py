@@ -343,6 +343,17 @@ class LLMAffectTagger:
 # --------------------------------------------------------------------------------------------
 # the retrieval model
 # --------------------------------------------------------------------------------------------
+def _stored_state(value: Any) -> tuple[float, float, float] | None:
+    """A stored ``affect`` triple, clamped to the state box; None when absent or malformed."""
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+               for x in value):
+        return None
+    v, a, c = (float(x) for x in value)
+    return (max(-1.0, min(1.0, v)), max(0.0, min(1.0, a)), max(0.0, min(1.0, c)))
+
+
 PARAMS = prm.ParamSpec("mnemos", {
     "threshold": (0.6, prm.cosine),
     "max_neighbors": (32, prm.positive_int),
@@ -379,9 +390,10 @@ class MnemosModel:
         engine's hybrid score (the energy enters it as the activation).
 
     The graph holds episodes only: the seed is the closest episode, concepts get no
-    energy (their affective score is computed from their text). Tags are computed from
-    node text with the model's tagger and cached per text (the engine should store them at
-    ingestion instead). ``MnemosModel(tagger=LLMAffectTagger(chat_model))`` tags with an LLM.
+    energy (their affective score is computed from their text). A node's tags are its
+    ``affect`` attribute when the engine stored one at ingestion, else computed from its
+    text with the model's tagger and cached per text.
+    ``MnemosModel(tagger=LLMAffectTagger(chat_model))`` tags with an LLM.
     """
 
     name = "mnemos"
@@ -411,11 +423,14 @@ class MnemosModel:
         return hit  # type: ignore[return-value]
 
     def states(self, view: GraphView) -> np.ndarray:
-        """``(n, 3)`` cognitive states of the view's nodes (cached on the view)."""
+        """``(n, 3)`` cognitive states of the view's nodes (cached on the view): a node's
+        stored ``affect`` attribute (``[valence, arousal, complexity]``, the engine's hook
+        for tags computed at ingestion) where it has a valid one, else its text's tags."""
         def build(v: GraphView) -> np.ndarray:
             texts = v.node_values("text", "")
-            return np.array([self.tag(t if isinstance(t, str) else "") for t in texts],
-                            dtype=np.float64).reshape(-1, 3)
+            stored = v.node_values("affect", None)
+            return np.array([_stored_state(a) or self.tag(t if isinstance(t, str) else "")
+                             for t, a in zip(texts, stored)], dtype=np.float64).reshape(-1, 3)
         return view.derived("mnemos.states", build)
 
     def graph(self, view: GraphView, config: SynapseConfig) -> tuple[np.ndarray, np.ndarray,
