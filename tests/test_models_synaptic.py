@@ -27,6 +27,7 @@ from synapse_integrations.core.models.synaptic import (
     tau_after,
     tau_increment,
     temporal_score,
+    temporal_scores_one_spike,
 )
 from synapse_integrations.errors import ConfigError, InvalidInputError
 
@@ -80,6 +81,25 @@ def test_temporal_score_prefers_close_events_and_is_one_half_without_evidence():
         temporal_score([0.0], [1.0], tau=0.0)
     with pytest.raises(InvalidInputError, match="cells"):
         temporal_score([0.0], [1.0], tau=1.0, cells="diagonal")
+
+
+@pytest.mark.parametrize("cells", ["path", "matrix"])
+def test_one_spike_scores_match_dtaidistance(cells):
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(1, 6, 40)
+    lengths[:3] = [1, 1, 0]
+    single = rng.uniform(0, 10, 40)
+    flat = rng.uniform(0, 10, int(lengths.sum()))
+    tau = rng.uniform(0.5, 3, 40)
+    fast = temporal_scores_one_spike(single, flat, lengths, tau=tau)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    for r in range(40):
+        other = flat[starts[r]:starts[r] + lengths[r]]
+        # either orientation: a single spike against a train, or a train against it
+        expected = temporal_score([single[r]], other, tau=tau[r], cells=cells)
+        assert fast[r] == pytest.approx(expected, abs=1e-12)
+        assert fast[r] == pytest.approx(temporal_score(other, [single[r]], tau=tau[r],
+                                                       cells=cells), abs=1e-12)
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,6 +335,32 @@ def test_model_spreads_from_unfired_nodes_to_their_neighbours():
     use_graph_off = SynapticModel().activate(v, Query("q", q, sim, np.array([0])), SynapseConfig(
         use_graph=False, extra={"synaptic": {"v_th": 0.2, "stim_th": 0.05}}))
     assert use_graph_off.activation[1] == 0.0
+
+
+def test_model_binds_concepts_with_several_spikes_through_dtw():
+    # two concepts, each linked to two episodes: their trains have two spikes each, so
+    # their binding goes through dtaidistance; the query reaches concept 2 only through 3
+    a = math.acos(0.6)
+    emb = np.array([[1.0, 0, 0], [1.0, 0, 0], [0, 1.0, 0], [0, 1.0, 0],
+                    [math.cos(a), math.sin(a), 0], [0.1, 0.9, math.sqrt(1 - 0.82)]],
+                   dtype=np.float32)
+    ts = [10 * DAY, 11 * DAY, 12 * DAY, 14 * DAY, None, None]
+    v = make_view(emb, ts, concepts=2, src=[0, 1, 2, 3], dst=[4, 4, 5, 5])
+    q = np.array([1.0, 0.0, 0.0])
+    sim = v.embeddings.astype(np.float64) @ q
+    cfg = SynapseConfig(extra={"synaptic": {"query_time": 30 * DAY, "v_th": 5.0,
+                                            "stim_th": 0.0, "cos_th": 0.55,
+                                            "max_generations": 2}})
+    out = SynapticModel().activate(v, Query("q", q, sim, np.array([0, 1])), cfg)
+    tau4 = tau_after([10.0, 11.0], tau_init=1.0)
+    tau5 = tau_after([12.0, 14.0], tau_init=1.0)
+    b_q4 = temporal_score([30.0], [10.0, 11.0], tau=(1.0 + tau4) / 2) * float(sim[4])
+    cos45 = float(v.embeddings[4] @ v.embeddings[5])
+    b_45 = temporal_score([10.0, 11.0], [12.0, 14.0], tau=(tau4 + tau5) / 2) * cos45
+    # generation 1: the query reaches 0, 1 and 4 (node 5's cosine 0.1 is below 0.55);
+    # generation 2: 4 passes b_q4 * B(4, 5) to 5, its only way in
+    assert sim[5] < 0.55 and out.parents[5] == 4
+    assert out.activation[5] == pytest.approx(b_q4 * b_45, rel=1e-9)
 
 
 def test_registered():
