@@ -68,6 +68,8 @@ logger = logging.getLogger(__name__)
 #: The largest distance between two states: ``|(2, 1, 1)| = sqrt(6)`` (3.3).
 STATE_MAX_DISTANCE = math.sqrt(6.0)
 
+_TAG_CACHE_SIZE = 1_000_000
+
 
 # --------------------------------------------------------------------------------------------
 # the cosine graph and the BFS (3.5, 5.3)
@@ -419,6 +421,8 @@ class MnemosModel:
         if hit is None:
             hit = tuple(float(x) for x in self.tagger.tag(text))  # type: ignore[assignment]
             with self._lock:
+                if len(self._tags) >= _TAG_CACHE_SIZE:  # queries add texts too: stay bounded
+                    self._tags.clear()
                 self._tags[text] = hit  # type: ignore[assignment]
         return hit  # type: ignore[return-value]
 

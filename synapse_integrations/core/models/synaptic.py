@@ -85,6 +85,7 @@ __all__ = [
 ]
 
 _SECONDS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0}
+_CACHE_SIZE = 1_000_000  # entries per cache; cleared when full
 
 
 # --------------------------------------------------------------------------------------------
@@ -650,6 +651,8 @@ class SynapticModel:
                     st = lif_run([t / unit for t in times], values, tau_init=p["tau_init"],
                                  v_th=p["v_th"], v_rest=p["v_rest"], i_rest=p["i_rest"])
                     with self._lock:
+                        if len(self._state_cache) >= _CACHE_SIZE:
+                            self._state_cache.clear()
                         self._state_cache[ck] = st
                 out[k] = (st.v, st.i, st.tau, st.t_last * unit if times else -np.inf)
             return tuple(out.T)
@@ -719,7 +722,7 @@ class SynapticModel:
                     t = temporal_score([x / unit for x in ta], [x / unit for x in tb],
                                        tau=float(tau_b[r]), cells=p["dtw_cells"])
                     with self._lock:
-                        if len(self._binding_cache) > 500_000:
+                        if len(self._binding_cache) >= _CACHE_SIZE:
                             self._binding_cache.clear()
                         self._binding_cache[ck] = t
                 T[r] = t
