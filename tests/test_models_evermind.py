@@ -164,7 +164,8 @@ def test_learned_weights_hand_computed():
     src = np.array([0, 1, 1, 2, 3, 0])
     dst = np.array([1, 0, 2, 3, 2, 4])
     w = np.array([0.5, 0.5, 0.95, 0.05, 0.3, 0.7])
-    kw = dict(useful=np.array([0, 1, 2]), spread_unused=np.array([3]), active=np.array([0, 1, 2, 3]))
+    kw = dict(useful=np.array([0, 1, 2]), spread_unused=np.array([3]),
+              active=np.array([0, 1, 2, 3]))
     signal = feedback_signal(src, dst, **kw)
     # 0-1, 1-0, 1-2: both ends useful (+1); 2 -> 3: 3 came by spreading, unused (-1);
     # 3 -> 2: 2 is useful, 3 is not (0); 0 -> 4: 4 not retrieved (0)

@@ -68,7 +68,7 @@ def test_update_equals_a_rebuild(seed):
     old = unit_rows(80, seed=seed)
     oi, os_ = top_k_neighbors(old, k=4)
     keep = np.ones(80, dtype=bool)
-    keep[rng.choice(80, 6, replace=False)] = False  # removed nodes (their rows' neighbours lose them)
+    keep[rng.choice(80, 6, replace=False)] = False  # removed: some rows lose a neighbour
     added = unit_rows(5, seed=seed + 10)
     new = np.concatenate([old[keep], added])
     new_of_old = np.full(80, -1)

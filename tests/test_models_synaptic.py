@@ -48,7 +48,9 @@ def test_tau_increment_is_the_papers_formula(dt):
 
 def test_tau_after_a_train():
     # stimuli at 0, 1, 1, 4: increments for gaps 1, 0, 3 (the first stimulus adds nothing)
-    expected = 2.0 + (1 - math.exp(-1)) / (1 + math.exp(-1)) + (1 - math.exp(-3)) / (1 + math.exp(-3))
+    def g(dt):
+        return (1 - math.exp(-dt)) / (1 + math.exp(-dt))
+    expected = 2.0 + g(1.0) + g(0.0) + g(3.0)
     assert tau_after([0.0, 1.0, 1.0, 4.0], tau_init=2.0) == pytest.approx(expected)
     assert tau_after([5.0], tau_init=2.0) == 2.0 and tau_after([], tau_init=2.0) == 2.0
 
@@ -125,7 +127,8 @@ def test_lif_free_solves_the_odes():
 def test_lif_peak_hand_computed():
     # V = (v + i s / tau) e^(-s/tau): from (0, 1), tau 2, the peak is e^-1 at s = 2
     peak = lif_peak(np.array([0.0, 0.0, 0.5, 0.3]), np.array([1.0, 1.0, 0.2, 0.6]),
-                    tau=np.array([2.0, 2.0, 1.0, 1.0]), horizon=np.array([np.inf, 1.0, np.inf, np.inf]))
+                    tau=np.array([2.0, 2.0, 1.0, 1.0]),
+                    horizon=np.array([np.inf, 1.0, np.inf, np.inf]))
     np.testing.assert_allclose(peak, [
         math.exp(-1),                 # free peak
         0.5 * math.exp(-0.5),         # cut at s = 1 while still rising
@@ -220,7 +223,8 @@ def test_propagation_first_stimulus_updates_tau_and_drains_history():
 def test_propagation_matches_reference_on_random_instances(seed):
     rng = np.random.default_rng(seed)
     n, k = 40, 4
-    nbr = np.array([rng.choice([j for j in range(n) if j != r], k, replace=False) for r in range(n)])
+    nbr = np.array([rng.choice([j for j in range(n) if j != r], k, replace=False)
+                    for r in range(n)])
     nbr[rng.random((n, k)) < 0.1] = -1
     cos = rng.uniform(0.3, 1.0, (n, k)).astype(np.float32)
     first, first_cos = rng.choice(n, 6, replace=False), rng.uniform(0.4, 1, 6)

@@ -122,8 +122,9 @@ def build_times(n: int) -> dict[str, Any]:
         grown = Compiled.from_arrays(view.ids, view.embeddings, src=[], dst=[], weight=[],
                                      is_episode=np.r_[view.is_episode[:n], True])
         index.table(grown, subset=subset, k=k)  # type: ignore[arg-type]
+        update = float(index.last_build["seconds"])  # type: ignore[arg-type]
         out[f"{subset}:k={k}"] = {"cold_s": round(float(cold), 2),  # type: ignore[arg-type]
-                                  "update_s": round(float(index.last_build["seconds"]), 4),  # type: ignore[arg-type]
+                                  "update_s": round(update, 4),
                                   "update_how": index.last_build["how"]}
     return out
 

@@ -684,7 +684,6 @@ class SynapticModel:
         else:  # no spreading between memories: only the query's own stimulus
             nbr = np.full((n, 1), -1, dtype=np.int64)
             nbr_cos = np.full((n, 1), -np.inf, dtype=np.float32)
-        q_train = (float(t_query),)
         flat, offsets = self._flat_times(view)
         lengths = np.diff(offsets)
         bkey = (unit, p["tau_init"], p["tau_scale"], p["dtw_cells"])
