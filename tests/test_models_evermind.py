@@ -19,12 +19,13 @@ from synapse_integrations.core.models.evermind import (
     feedback_signal,
     knn_edges,
     learn_edge_weights,
-    learn_edge_weights_reference,
+    update_edge_weights_reference,
     linear_spread,
     linear_spread_reference,
     seed_activation,
     spread_is_needed,
     spread_with_parents,
+    update_edge_weights,
 )
 from synapse_integrations.errors import ConfigError, InvalidInputError
 
@@ -172,7 +173,8 @@ def test_learned_weights_hand_computed():
     assert signal.tolist() == [1, 1, 1, -1, 0, 0]
     new = learn_edge_weights(w, signal, alpha=0.1)
     np.testing.assert_allclose(new, [0.6, 0.6, 1.0, 0.0, 0.3, 0.7])  # clipped at 1 and 0
-    np.testing.assert_allclose(learn_edge_weights_reference(src, dst, w, alpha=0.1, **kw), new)
+    np.testing.assert_allclose(update_edge_weights_reference(src, dst, w, alpha=0.1, **kw), new)
+    np.testing.assert_array_equal(update_edge_weights(src, dst, w, alpha=0.1, **kw), new)
     assert (w == [0.5, 0.5, 0.95, 0.05, 0.3, 0.7]).all()  # input untouched
 
 
@@ -190,9 +192,8 @@ def test_learned_weights_match_reference_on_random_feedback():
     nodes = rng.permutation(n)
     kw = dict(useful=nodes[:6], spread_unused=nodes[6:10], active=nodes[:15])
     for alpha in (0.1, 0.5):
-        np.testing.assert_allclose(
-            learn_edge_weights(w, feedback_signal(src, dst, **kw), alpha=alpha),
-            learn_edge_weights_reference(src, dst, w, alpha=alpha, **kw))
+        np.testing.assert_allclose(update_edge_weights(src, dst, w, alpha=alpha, **kw),
+                                   update_edge_weights_reference(src, dst, w, alpha=alpha, **kw))
 
 
 def test_learned_weights_errors():

@@ -15,8 +15,8 @@ is plain dense retrieval of the ``init_k`` seeds.
 
 Kernels (arrays in, arrays out): :func:`knn_edges`, :func:`seed_activation`,
 :func:`spread_is_needed`, :func:`linear_spread` (with :func:`linear_spread_reference`),
-:func:`feedback_signal` and :func:`learn_edge_weights` (with
-:func:`learn_edge_weights_reference`). :class:`EvermindModel` is the retrieval model.
+:func:`feedback_signal`, :func:`learn_edge_weights` and :func:`update_edge_weights` (with
+:func:`update_edge_weights_reference`). :class:`EvermindModel` is the retrieval model.
 
 >>> import numpy as np
 >>> from synapse_integrations.core.dynamics import propagation_matrix
@@ -49,12 +49,13 @@ __all__ = [
     "feedback_signal",
     "knn_edges",
     "learn_edge_weights",
-    "learn_edge_weights_reference",
     "linear_spread",
     "linear_spread_reference",
     "seed_activation",
     "spread_is_needed",
     "spread_with_parents",
+    "update_edge_weights",
+    "update_edge_weights_reference",
 ]
 
 
@@ -280,7 +281,22 @@ def learn_edge_weights(weight: np.ndarray, signal: np.ndarray, *,
     return np.clip(w + alpha * s, 0.0, 1.0)
 
 
-def learn_edge_weights_reference(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *,
+def update_edge_weights(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *,
+                        useful: np.ndarray, spread_unused: np.ndarray, active: np.ndarray,
+                        alpha: float = 0.1) -> np.ndarray:
+    """One feedback step on edge arrays: :func:`feedback_signal` then
+    :func:`learn_edge_weights`; returns the new weights (the inputs are not changed).
+
+    >>> update_edge_weights(np.array([0, 1]), np.array([1, 2]), np.array([0.5, 0.5]),
+    ...                     useful=np.array([0, 1]), spread_unused=np.array([2]),
+    ...                     active=np.array([0, 1, 2]))
+    array([0.6, 0.4])
+    """
+    signal = feedback_signal(src, dst, useful=useful, spread_unused=spread_unused, active=active)
+    return learn_edge_weights(weight, signal, alpha=alpha)
+
+
+def update_edge_weights_reference(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, *,
                                  useful: np.ndarray, spread_unused: np.ndarray,
                                  active: np.ndarray, alpha: float = 0.1) -> np.ndarray:
     """:func:`feedback_signal` then :func:`learn_edge_weights`, one edge at a time (tests)."""
