@@ -82,6 +82,13 @@ class SynapseConfig:
         weight_lexical: weight of the query's BM25 score (divided by the best BM25 score of
             the query, so in [0, 1]) in the hybrid score. The paper uses BM25 only to pick
             anchors (0 here); see docs/benchmarks.md for why our default adds it.
+        weight_distinct: weight of distinctive evidence
+            (:func:`~synapse_integrations.core.scoring.singled_out`): the one turn that
+            alone contains the query's rare tokens (an order number, a code word) gains up
+            to this much, in proportion to the share of the query's IDF mass those tokens
+            carry and its lead over any other turn; no other node gains anything. Spreading activation rewards turns in well-connected
+            clusters, so without it a turn singled out by a rare token can rank below its
+            near-duplicates (docs/benchmarks.md, "Exact identifiers").
         top_k: default number of items returned.
         superseded_weight: an episode replaced by a newer version (:meth:`Synapse.update`)
             scores this fraction of its score, and always below its replacement when both
@@ -144,6 +151,7 @@ class SynapseConfig:
     weight_activation: float = 0.3
     weight_pagerank: float = 0.1
     weight_lexical: float = 0.3
+    weight_distinct: float = 1.0
     pagerank_damping: float = 0.85
     top_k: int = 30
     superseded_weight: float = 0.5
@@ -192,7 +200,8 @@ class SynapseConfig:
         need(self.top_k >= 1, f"top_k must be >= 1, got {self.top_k!r}")
         for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
                      "sigmoid_gamma", "weight_similarity", "weight_activation",
-                     "weight_pagerank", "weight_lexical", "fan_exponent", "gate_tau",
+                     "weight_pagerank", "weight_lexical", "weight_distinct", "fan_exponent",
+                     "gate_tau",
                      "feedback_weight"):
             v = getattr(self, name)
             need(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0,
@@ -243,6 +252,11 @@ class SynapseConfig:
         """The normalised BM25 score enters the hybrid score."""
         return self.use_bm25 and self.weight_lexical > 0
 
+    @property
+    def uses_distinct_score(self) -> bool:
+        """Distinctive lexical evidence enters the hybrid score."""
+        return self.use_bm25 and self.weight_distinct > 0
+
     def score_weights(self) -> dict[str, float]:
         """The hybrid score's weights (Eq. 5 plus the lexical term), with the switches
         applied: a signal that is off weighs 0.
@@ -253,7 +267,8 @@ class SynapseConfig:
         return {"weight_similarity": self.weight_similarity,
                 "weight_activation": self.weight_activation if self.use_activation else 0.0,
                 "weight_pagerank": self.weight_pagerank if self.uses_pagerank else 0.0,
-                "weight_lexical": self.weight_lexical}
+                "weight_lexical": self.weight_lexical,
+                "weight_distinct": self.weight_distinct if self.use_bm25 else 0.0}
 
     # -- helpers -----------------------------------------------------------------------------
     @property

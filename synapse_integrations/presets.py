@@ -27,6 +27,7 @@ PAPER_DEFAULTS: dict[str, Any] = {
     "fan_exponent": 1.0,
     "weight_pagerank": 0.2,
     "weight_lexical": 0.0,
+    "weight_distinct": 0.0,
     "gate_signal": "activation",
     "gate_tau": 0.12,
 }
@@ -41,6 +42,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-pagerank": {"use_pagerank": False},
     "no-activation": {"use_activation": False},
     "no-graph": {"use_graph": False},
+    # ours, not the paper's: what the additions to the score are worth
+    "no-lexical": {"weight_lexical": 0.0},
+    "no-distinct": {"weight_distinct": 0.0},
 }
 
 #: Options that are off by default, measured by the benchmarks as methods of their own.

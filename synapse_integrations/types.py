@@ -65,6 +65,7 @@ class ScoreComponents:
     bm25_rank: int | None = None  # 1-based rank among BM25 anchors, None if not an anchor
     dense_rank: int | None = None  # 1-based rank among dense anchors, None if not an anchor
     lexical: float = 0.0  # BM25 score / the query's best BM25 score (0 when not weighted)
+    distinct: float = 0.0  # the query's exclusive evidence only this turn holds (scoring.singled_out)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ class RetrievedItem:
             "pagerank": self.components.pagerank,
             "bm25_rank": self.components.bm25_rank,
             "dense_rank": self.components.dense_rank,
+            "lexical": self.components.lexical,
+            "distinct": self.components.distinct,
             "speaker": self.speaker,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,
             "metadata": dict(self.metadata),

@@ -74,3 +74,12 @@ async def test_aupdate(tmp_path) -> None:
         old = await m.aadd_turn("the meeting is on Monday")
         new = await m.aupdate(old, "the meeting is on Tuesday")
         assert (await m.aget(old))["superseded_by"] == new
+
+
+def test_restore_of_nothing_or_of_unknown_ids(mem) -> None:
+    ep = mem.add_turn("a turn to archive")
+    assert mem.restore([]) == []
+    with pytest.raises(NodeNotFoundError):
+        mem.restore([ep])  # active, not archived
+    with pytest.raises(TypeError):
+        mem.restore(ep)

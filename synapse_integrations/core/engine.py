@@ -399,6 +399,8 @@ class Synapse:
 
     def restore(self, ids: Sequence[str]) -> list[str]:
         """Bring archived nodes back into the active graph."""
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+            raise InvalidTypeError("restore() takes a list of ids, not a single str")
         with self._lock:
             restored = self._open_state().restore(list(ids), self._embedder)
             self._after_windows()

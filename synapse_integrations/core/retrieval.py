@@ -111,6 +111,7 @@ class Pass:
     activation: np.ndarray
     pr: np.ndarray
     lexical: np.ndarray | None
+    distinct: np.ndarray | None
     parents: np.ndarray | None
     dense_rank: dict[str, int]
     bm25_rank: dict[str, int]
@@ -179,20 +180,24 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         activation = np.zeros(cand.size)
     sim = sim_all[cand].astype(np.float64)
     pr = state.graph.pagerank_array(cand) if cfg.uses_pagerank else np.zeros(cand.size)
-    lexical = None
+    lexical = distinct = None
     if cfg.uses_lexical_score:
         lex_all = state.bm25.scores_for(text, view.index, view.n)
         best = float(lex_all.max()) if lex_all.size else 0.0
         lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
+    if cfg.uses_distinct_score:  # rare tokens only one turn (in scope) contains
+        turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
+        distinct = scoring.singled_out(
+            state.bm25.exclusive_share(text, view.index, view.n, turns))[cand]
     score = own_score if own_score is not None else scoring.hybrid_score(
-        sim, activation, pr, **cfg.score_weights(), lexical=lexical)
+        sim, activation, pr, **cfg.score_weights(), lexical=lexical, distinct=distinct)
     score = _rank_versions(view, cand, score, cfg.superseded_weight)
     if scope.returnable is None:
         order = scoring.top_k(score, min(k, cand.size))
     else:
         keep = np.flatnonzero(scope.returnable[cand])
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
-    return Pass(cand, order, score, sim, activation, pr, lexical, parents,
+    return Pass(cand, order, score, sim, activation, pr, lexical, distinct, parents,
                 anchors.dense_rank, anchors.bm25_rank, activated)
 
 
@@ -393,7 +398,8 @@ class Retriever:
                        ScoreComponents(float(run.sim[j]), float(run.activation[j]),
                                        float(run.pr[j]), run.bm25_rank.get(view.ids[run.cand[j]]),
                                        run.dense_rank.get(view.ids[run.cand[j]]),
-                                       float(run.lexical[j]) if run.lexical is not None else 0.0),
+                                       float(run.lexical[j]) if run.lexical is not None else 0.0,
+                                       float(run.distinct[j]) if run.distinct is not None else 0.0),
                        run.parents, activation)
             for j in run.order
         )

@@ -27,7 +27,8 @@ import numpy as np
 from ..errors import InvalidInputError
 from .dynamics import propagation_matrix
 
-__all__ = ["cosine_to_query", "gate", "hybrid_score", "pagerank_scores", "top_k"]
+__all__ = ["cosine_to_query", "gate", "hybrid_score", "singled_out", "pagerank_scores",
+           "top_k"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,28 @@ def pagerank_scores(
     return x / x.max()
 
 
+def singled_out(share: np.ndarray) -> np.ndarray:
+    """Distinctive evidence: the one document whose share of the query's exclusive evidence
+    (:meth:`~synapse_integrations.core.triggers.BM25Index.exclusive_share`) is highest
+    keeps its lead over the runner-up; every other document gets 0. A query whose rare
+    tokens (an order number, a code word) only one turn contains gives that turn a lead
+    near 1; when two turns each hold some of them, neither is singled out.
+
+    >>> singled_out(np.array([0.0, 0.9, 0.1]))
+    array([0. , 0.8, 0. ])
+    >>> singled_out(np.array([0.5, 0.5, 0.0]))
+    array([0., 0., 0.])
+    """
+    s = np.asarray(share, dtype=np.float64)
+    out = np.zeros(s.shape)
+    if s.size == 0:
+        return out
+    best = int(np.argmax(s))
+    second = float(np.max(np.delete(s, best))) if s.size > 1 else 0.0
+    out[best] = max(0.0, float(s[best]) - max(second, 0.0))
+    return out
+
+
 def hybrid_score(
     similarity: np.ndarray,
     activation: np.ndarray,
@@ -96,9 +119,12 @@ def hybrid_score(
     weight_pagerank: float,
     lexical: np.ndarray | None = None,
     weight_lexical: float = 0.0,
+    distinct: np.ndarray | None = None,
+    weight_distinct: float = 0.0,
 ) -> np.ndarray:
     """Eq. 5: ``lambda_1 * sim + lambda_2 * a^(T) + lambda_3 * PageRank``, element-wise,
-    plus our optional fourth term ``weight_lexical * lexical`` (a normalised BM25 score).
+    plus our optional terms ``weight_lexical * lexical`` (a normalised BM25 score) and
+    ``weight_distinct * distinct`` (:func:`singled_out`).
 
     The signal arrays must have the same shape.
 
@@ -124,6 +150,11 @@ def hybrid_score(
         if lex.shape != sim.shape:
             raise InvalidInputError(f"lexical must have shape {sim.shape}, got {lex.shape}")
         out = out + weight_lexical * lex
+    if distinct is not None and weight_distinct:
+        dis = np.asarray(distinct, dtype=np.float64)
+        if dis.shape != sim.shape:
+            raise InvalidInputError(f"distinct must have shape {sim.shape}, got {dis.shape}")
+        out = out + weight_distinct * dis
     return out
 
 

@@ -305,6 +305,8 @@ class MemoryState:
             texts = [self.graph.archive[i]["node"]["text"] for i in lost]
             vectors.update(zip(lost, embedder.embed_documents(texts)))
         restored = self.graph.restore_nodes({i: vectors[i] for i in ids})
+        if not restored:  # nothing asked, or only ids that are active already
+            return []
         for i in restored:
             self.graph.node(i)["dormant"] = 0
         self.upsert_vectors(restored, np.stack([vectors[i] for i in restored]))

@@ -138,6 +138,56 @@ class BM25Index:
         out[pos[keep]] = scores[keep]
         return out
 
+    def exclusive_share(self, text: str, index: Mapping[str, int], n: int,
+                        eligible: np.ndarray) -> np.ndarray:
+        """For each position of ``index`` (length ``n``): the share of the query's IDF mass
+        carried by query tokens that this document alone contains among the ``eligible``
+        positions (the turns, say). A token is exclusive when exactly one eligible
+        document holds it; its IDF is computed over the eligible documents.
+
+        >>> idx = BM25Index()
+        >>> idx.set({"a": "order QM5521 arrived", "b": "order QM5522 arrived", "c": "hello"})
+        >>> s = idx.exclusive_share("what about order QM5521?", {"a": 0, "b": 1, "c": 2}, 3,
+        ...                         np.ones(3, dtype=bool))
+        >>> bool(s[0] > 0.5), float(s[1]), float(s[2])
+        (True, 0.0, 0.0)
+        """
+        with self._lock:
+            if self._stale:
+                self._build()
+            model, ids = self._model, self._ids
+            cached = self._positions
+            if cached is None or cached[0] is not index or cached[1] is not ids:
+                pos = np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+                keep = (pos >= 0) & (pos < n)
+                cached = self._positions = (index, ids, pos, keep)
+        out = np.zeros(n)
+        if model is None:
+            return out
+        _, _, pos, keep = cached
+        eligible = np.asarray(eligible, dtype=bool)
+        vocab, postings = model.vocab_dict, model.scores
+        total_docs = int(eligible.sum())
+        mass = 0.0
+        exclusive: list[tuple[int, float]] = []
+        for token in dict.fromkeys(tokenize(text)):
+            t = vocab.get(token)
+            if t is None:
+                continue
+            docs = postings["indices"][postings["indptr"][t]:postings["indptr"][t + 1]]
+            docs = docs[keep[docs]]
+            where = pos[docs]
+            where = where[eligible[where]]
+            if where.size == 0:
+                continue
+            idf = float(np.log(1.0 + (total_docs - where.size + 0.5) / (where.size + 0.5)))
+            mass += idf
+            if where.size == 1:
+                exclusive.append((int(where[0]), idf))
+        for at, idf in exclusive:
+            out[at] += idf / mass
+        return out
+
     def query(self, text: str, k: int) -> tuple[list[str], np.ndarray]:
         """Ids of the ``k`` best-scoring documents with a positive score, best first."""
         with self._lock:
