@@ -24,6 +24,7 @@ with a 409 (``InvalidInputError``), which then means "already stored".
 from __future__ import annotations
 
 import asyncio
+import json as _json
 import threading
 import time
 import weakref
@@ -35,7 +36,13 @@ from urllib.parse import quote
 from .._adapter_utils import require
 from ..config import SynapseConfig
 from ..core.validation import validate_namespace
-from ..errors import InvalidTypeError, StorageError, SynapseError, UnknownNamespaceError
+from ..errors import (
+    InvalidInputError,
+    InvalidTypeError,
+    StorageError,
+    SynapseError,
+    UnknownNamespaceError,
+)
 from ..pool import EnginePool
 from ..types import ConsistencyReport, ConsolidationReport, RetrievalResult
 from . import wire
@@ -49,7 +56,25 @@ class AuthenticationError(SynapseError, PermissionError):
     """The server wants an API key, and the one given (if any) is not it."""
 
 _DEFAULT_KINDS = ("episode",)
+_JSON = {"content-type": "application/json"}
 _PAGE = 1000
+
+
+def _segment(value: str) -> str:
+    """One percent-encoded path segment ('/' and dots too: '.' and '..' are not paths)."""
+    return quote(value, safe="").replace(".", "%2E")
+
+
+def _body(json_body: Any) -> bytes | None:
+    """The request body as strict JSON (NaN, infinities and non-JSON values refused here,
+    as the engine refuses them)."""
+    if json_body is None:
+        return None
+    try:
+        return _json.dumps(json_body, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"the request is not JSON-serialisable (metadata and filters "
+                                f"must be plain JSON): {exc}") from None
 
 
 def _time(value: Any) -> Any:
@@ -87,7 +112,7 @@ class RemoteMemory:
         self.namespace = validate_namespace(namespace)
         self.base_url = base_url.rstrip("/")
         self.path = self.base_url  # where this memory lives, for messages
-        self._prefix = f"/v1/namespaces/{quote(self.namespace, safe='')}"
+        self._prefix = f"/v1/namespaces/{_segment(self.namespace)}"
         self._headers = {"X-API-Key": api_key} if api_key else {}
         self._timeout = timeout
         self._retries = max(0, int(retries))
@@ -128,10 +153,12 @@ class RemoteMemory:
     def _call(self, method: str, op: str, *, json: Any = None, params: Any = None, url: str | None = None) -> Any:
         if self._closed:
             raise StorageError("this RemoteMemory is closed")
+        content = _body(json)
         delay = 0.25
         for attempt in range(self._retries + 1):
             try:
-                return self._answer(self._client.request(method, url or self._url(op), json=json, params=params))
+                return self._answer(self._client.request(method, url or self._url(op), content=content,
+                                                         params=params, headers=_JSON if content else None))
             except httpx.ConnectError as exc:  # never sent: safe to try again
                 if attempt == self._retries:
                     raise self._fail(exc) from None
@@ -156,10 +183,12 @@ class RemoteMemory:
             raise StorageError("this RemoteMemory is closed")
         if self._transport is not None:  # a sync test transport: go through a thread
             return await asyncio.to_thread(self._call, method, op, json=json, params=params)
+        content = _body(json)
         delay = 0.25
         for attempt in range(self._retries + 1):
             try:
-                response = await self._aclient().request(method, self._url(op), json=json, params=params)
+                response = await self._aclient().request(method, self._url(op), content=content, params=params,
+                                                         headers=_JSON if content else None)
                 return self._answer(response)
             except httpx.ConnectError as exc:
                 if attempt == self._retries:
@@ -215,7 +244,7 @@ class RemoteMemory:
     def _id(node_id: Any) -> str:
         if not isinstance(node_id, str):
             raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
-        return quote(node_id, safe="")
+        return _segment(node_id)
 
     @staticmethod
     def _strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
