@@ -348,3 +348,30 @@ def test_the_server_owns_its_folder(tmp_path):
         assert out.returncode == 0 and "locked" in out.stdout, out.stderr
     with pytest.raises(NamespaceError):
         RemoteMemory("http://127.0.0.1:9", "\x00")
+
+
+def test_update_keeps_history_as_the_engine_does(remote, tmp_path):
+    with Synapse(tmp_path, embedder=HashingEmbedder()) as local:
+        for mem in (remote, local):
+            mem.add_turns(TURNS)
+        new_remote = remote.update("t1", "Sam went skiing in Zermatt with Dana.", metadata={"topic": "ski"})
+        new_local = local.update("t1", "Sam went skiing in Zermatt with Dana.", metadata={"topic": "ski"})
+        assert remote.get("t1")["superseded_by"] == new_remote and local.get("t1")["superseded_by"] == new_local
+        there, here = remote.retrieve("skiing with Dana", k=3), local.retrieve("skiing with Dana", k=3)
+        assert [(it.text, it.superseded_by is not None, it.supersedes) for it in there.items] == \
+            [(it.text, it.superseded_by is not None, it.supersedes) for it in here.items]
+        old = next(it for it in there.items if it.id == "t1")
+        assert old.superseded_by == new_remote and old.superseded_at is not None
+        assert (await_free := remote.update(new_remote, "Zermatt, not Whistler.", keep_history=False))
+        assert not remote.contains(new_remote) and remote.contains(await_free)
+        with pytest.raises(NodeNotFoundError):
+            remote.update("nope", "x")
+        with pytest.raises(InvalidInputError):
+            remote.update("t2", "   ")
+        assert remote.get("t2")["text"] == TURNS[1]["text"]  # a refused update changes nothing
+
+
+async def test_aupdate(remote):
+    remote.add_turns(TURNS[:2])
+    new = await remote.aupdate("t2", "Dana studies law in Lisbon.")
+    assert (await remote.aget("t2"))["superseded_by"] == new

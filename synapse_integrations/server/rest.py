@@ -152,6 +152,9 @@ class ItemOut(BaseModel):
     metadata: dict[str, Any]
     path: list[str]
     concepts: list[str]
+    superseded_by: Optional[str] = None
+    superseded_at: Optional[str] = None
+    supersedes: Optional[str] = None
 
 
 class GateOut(BaseModel):

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..config import SynapseConfig
 from ..core.validation import validate_namespace
-from ..errors import InvalidInputError, InvalidTypeError, UnknownNamespaceError
+from ..errors import InvalidInputError, InvalidTypeError, NodeNotFoundError, UnknownNamespaceError
 from ..pool import EnginePool
 from ..storage.lock import DirectoryLock
 from ..types import RetrievalResult
@@ -241,7 +241,15 @@ class MemoryService:
         return self.engine(namespace).archive(self._ids(ids))
 
     def restore(self, namespace: Any, ids: Any) -> list[str]:
-        return self.engine(namespace).restore(self._ids(ids))
+        """Bring archived nodes back; ids that are not archived are a NodeNotFoundError
+        (checked here: the engine's restore() fails on them with a bare ValueError)."""
+        ids = self._ids(ids)
+        engine = self.engine(namespace)
+        archived = {a["id"] for a in engine.archived()}
+        missing = [i for i in ids if i not in archived]
+        if missing:
+            raise NodeNotFoundError(f"not archived memory id(s): {missing[:5]}")
+        return engine.restore(ids) if ids else []
 
     @staticmethod
     def _ids(ids: Any) -> list[str]:

@@ -155,29 +155,49 @@ def _dt(value: Any) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
+_ITEM_TIMES = ("timestamp", "superseded_at")
+
+
 def item_to_wire(item: RetrievedItem) -> dict[str, Any]:
-    """One retrieved memory: id, text, kind, score, components (every signal), speaker,
-    timestamp (ISO 8601), metadata, path and concepts."""
-    return {
-        "id": item.id, "text": item.text, "kind": item.kind, "score": float(item.score),
-        "components": {f.name: getattr(item.components, f.name)
-                       for f in dataclasses.fields(ScoreComponents)},
-        "speaker": item.speaker, "timestamp": _iso(item.timestamp),
-        "metadata": dict(item.metadata), "path": list(item.path),
-        "concepts": list(item.concepts),
-    }
+    """One retrieved memory: every field of :class:`RetrievedItem` (id, text, kind, score,
+    components with every signal, speaker, timestamp, metadata, path, concepts, and its
+    history: superseded_by / superseded_at / supersedes), times as ISO 8601."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(RetrievedItem):
+        value = getattr(item, f.name)
+        if f.name == "components":
+            value = {c.name: getattr(value, c.name) for c in dataclasses.fields(ScoreComponents)}
+        elif f.name in _ITEM_TIMES:
+            value = _iso(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif f.name == "metadata":
+            value = dict(value)
+        elif f.name == "score":
+            value = float(value)
+        out[f.name] = value
+    return out
 
 
 def item_from_wire(data: dict[str, Any]) -> RetrievedItem:
-    """Inverse of :func:`item_to_wire`."""
+    """Inverse of :func:`item_to_wire` (fields this version does not know are ignored)."""
     comp = data.get("components") or {}
     names = {f.name for f in dataclasses.fields(ScoreComponents)}
-    return RetrievedItem(
-        id=data["id"], text=data["text"], kind=data["kind"], score=float(data["score"]),
-        components=ScoreComponents(**{k: v for k, v in comp.items() if k in names}),
-        speaker=data.get("speaker"), timestamp=_dt(data.get("timestamp")),
-        metadata=dict(data.get("metadata") or {}), path=tuple(data.get("path") or ()),
-        concepts=tuple(data.get("concepts") or ()))
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(RetrievedItem):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if f.name == "components":
+            value = ScoreComponents(**{k: v for k, v in comp.items() if k in names})
+        elif f.name in _ITEM_TIMES:
+            value = _dt(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        elif f.name == "metadata":
+            value = dict(value or {})
+        kwargs[f.name] = value
+    return RetrievedItem(**kwargs)
 
 
 def gate_reason(result: RetrievalResult, *, signal: str = "similarity",
