@@ -453,6 +453,13 @@ class RemoteMemory:
     def archive(self, ids: Sequence[str]) -> list[str]:
         return self._call("POST", "archive", json={"ids": list(ids)})["ids"]
 
+    def archived(self) -> list[dict[str, Any]]:
+        """The archived nodes (``{"id", "kind", "text", ...}`` each)."""
+        try:
+            return self._call("GET", "archived")
+        except UnknownNamespaceError:
+            return []
+
     def restore(self, ids: Sequence[str]) -> list[str]:
         return self._call("POST", "restore", json={"ids": list(ids)})["ids"]
 

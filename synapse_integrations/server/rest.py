@@ -16,6 +16,7 @@ namespace or id the engine accepts can be named, ``/`` included)::
     GET  /v1/namespaces/{namespace}/memories/{id}/inspect   links, and how a query ranks it
     GET  /v1/namespaces/{namespace}/stats
     POST /v1/namespaces/{namespace}/consolidate | verify | repair | save | archive | restore
+    GET  /v1/namespaces/{namespace}/archived           the archived nodes
     GET  /v1/namespaces/{namespace}/export             JSONL (NDJSON), one turn per line
 
 OpenAPI at ``/openapi.json``, docs at ``/docs``. Errors are
@@ -519,6 +520,11 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
     def archive(namespace: str, body: IdsIn) -> dict[str, Any]:
         """Move memories out of the active graph (restorable)."""
         return {"ids": svc.archive(_ns(namespace), body.ids)}
+
+    @r.get("/namespaces/{namespace}/archived", tags=["operations"])
+    def archived(namespace: str) -> list[dict[str, Any]]:
+        """The archived nodes (restorable)."""
+        return svc.archived(_ns(namespace))
 
     @r.post("/namespaces/{namespace}/restore", response_model=IdsOut, tags=["operations"])
     def restore(namespace: str, body: IdsIn) -> dict[str, Any]:

@@ -251,6 +251,10 @@ class MemoryService:
             raise NodeNotFoundError(f"not archived memory id(s): {missing[:5]}")
         return engine.restore(ids) if ids else []
 
+    def archived(self, namespace: Any) -> list[dict[str, Any]]:
+        """The archived nodes (episodes and concepts)."""
+        return self.engine(namespace).archived()
+
     @staticmethod
     def _ids(ids: Any) -> list[str]:
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence) \
