@@ -193,10 +193,16 @@ def test_reads_of_an_unknown_namespace_are_404_and_create_nothing(server):
         assert r.status_code == 404, (op, r.text)
         assert r.json()["error"]["type"] == "UnknownNamespaceError"
     assert RemotePool(server.url).namespaces() == before
+    strict = RemoteMemory(server.url, "never-stored", create=False)  # like Synapse.load
+    for call in (strict.episodes, strict.stats, lambda: strict.retrieve("anything")):
+        with pytest.raises(UnknownNamespaceError):
+            call()
+    assert RemotePool(server.url).namespaces() == before
+    # like Synapse(path, namespace), a RemoteMemory is a memory from its first use: empty
     mem = RemoteMemory(server.url, "never-stored")
+    assert mem.retrieve("anything").rejected and mem.retrieve("anything").items == ()
     assert mem.episodes() == [] and mem.stats()["episodes"] == 0 and not mem.contains("x")
-    with pytest.raises(UnknownNamespaceError):
-        mem.retrieve("anything")
+    assert "never-stored" in RemotePool(server.url).namespaces()
 
 
 BAD_CALLS = [

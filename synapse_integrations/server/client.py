@@ -104,11 +104,16 @@ class RemoteMemory:
         timeout: seconds to wait for an answer (then :class:`StorageError`).
         retries: how often a request that could not be sent (connection refused) is tried
             again, 0.25 s apart, doubling.
+        create: like ``Synapse(path, namespace)``, use the namespace as an (empty) memory
+            if the server does not hold it yet: it is created on the server at the first
+            call that needs it. ``False``: such calls raise :class:`UnknownNamespaceError`
+            (like ``Synapse.load``).
         transport: an httpx transport (tests).
     """
 
     def __init__(self, base_url: str, namespace: str = "default", *, api_key: str | None = None,
-                 timeout: float = 60.0, retries: int = 2, transport: Any = None) -> None:
+                 timeout: float = 60.0, retries: int = 2, create: bool = True,
+                 transport: Any = None) -> None:
         self.namespace = validate_namespace(namespace)
         self.base_url = base_url.rstrip("/")
         self.path = self.base_url  # where this memory lives, for messages
@@ -123,6 +128,7 @@ class RemoteMemory:
         self._alock = threading.Lock()
         self._config: SynapseConfig | None = None
         self._closed = False
+        self._create = create
 
     def __repr__(self) -> str:
         return f"RemoteMemory({self.base_url!r}, {self.namespace!r})"
@@ -151,6 +157,24 @@ class RemoteMemory:
         return StorageError(f"cannot reach the memory server at {self.base_url}: {exc}")
 
     def _call(self, method: str, op: str, *, json: Any = None, params: Any = None, url: str | None = None) -> Any:
+        try:
+            return self._send(method, op, json=json, params=params, url=url)
+        except UnknownNamespaceError:
+            if not self._create or url is not None:
+                raise
+            self._send("PUT", "")  # the namespace is a memory from now on, as a local one would be
+            return self._send(method, op, json=json, params=params, url=url)
+
+    async def _acall(self, method: str, op: str, *, json: Any = None, params: Any = None) -> Any:
+        try:
+            return await self._asend(method, op, json=json, params=params)
+        except UnknownNamespaceError:
+            if not self._create:
+                raise
+            await self._asend("PUT", "")
+            return await self._asend(method, op, json=json, params=params)
+
+    def _send(self, method: str, op: str, *, json: Any = None, params: Any = None, url: str | None = None) -> Any:
         if self._closed:
             raise StorageError("this RemoteMemory is closed")
         content = _body(json)
@@ -178,11 +202,11 @@ class RemoteMemory:
                 self._aclients[loop] = client
             return client
 
-    async def _acall(self, method: str, op: str, *, json: Any = None, params: Any = None) -> Any:
+    async def _asend(self, method: str, op: str, *, json: Any = None, params: Any = None) -> Any:
         if self._closed:
             raise StorageError("this RemoteMemory is closed")
         if self._transport is not None:  # a sync test transport: go through a thread
-            return await asyncio.to_thread(self._call, method, op, json=json, params=params)
+            return await asyncio.to_thread(self._send, method, op, json=json, params=params)
         content = _body(json)
         delay = 0.25
         for attempt in range(self._retries + 1):
@@ -315,38 +339,26 @@ class RemoteMemory:
     def episodes_page(self, *, offset: int = 0, limit: int = 100,
                       include_archived: bool = True) -> dict[str, Any]:
         """One page: ``{"episodes", "total", "offset", "limit", "next_offset"}``; archived
-        episodes carry ``"archived": true``. An unknown namespace is an empty memory."""
-        try:
-            return self._call("GET", "episodes", params={"offset": offset, "limit": limit,
-                                                         "include_archived": include_archived})
-        except UnknownNamespaceError:
-            return {"episodes": [], "total": 0, "offset": offset, "limit": limit, "next_offset": None}
+        episodes carry ``"archived": true``."""
+        return self._call("GET", "episodes", params={"offset": offset, "limit": limit,
+                                                     "include_archived": include_archived})
 
     async def aepisodes(self, *, include_archived: bool = True) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         offset: int | None = 0
         while offset is not None:
-            try:
-                page = await self._acall("GET", "episodes", params={
-                    "offset": offset, "limit": _PAGE, "include_archived": include_archived})
-            except UnknownNamespaceError:
-                break
+            page = await self._acall("GET", "episodes", params={
+                "offset": offset, "limit": _PAGE, "include_archived": include_archived})
             rows += page["episodes"]
             offset = page["next_offset"]
         return self._strip(rows)
 
     def contains(self, node_id: str) -> bool:
-        """``node_id`` is in this memory (active or archived); False for an unknown namespace."""
-        try:
-            return self._call("GET", f"memories/{self._id(node_id)}/exists")["exists"]
-        except UnknownNamespaceError:
-            return False
+        """``node_id`` is in this memory (active or archived)."""
+        return self._call("GET", f"memories/{self._id(node_id)}/exists")["exists"]
 
     async def acontains(self, node_id: str) -> bool:
-        try:
-            return (await self._acall("GET", f"memories/{self._id(node_id)}/exists"))["exists"]
-        except UnknownNamespaceError:
-            return False
+        return (await self._acall("GET", f"memories/{self._id(node_id)}/exists"))["exists"]
 
     def get(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]:
         """A memory's attributes (:class:`NodeNotFoundError` if none)."""
@@ -358,25 +370,19 @@ class RemoteMemory:
                                  params={"include_archived": include_archived})
 
     def stats(self) -> dict[str, int]:
-        """Counts by kind (all zero for a namespace that holds nothing yet)."""
-        try:
-            return self._call("GET", "stats")
-        except UnknownNamespaceError:
-            return {"episodes": 0, "concepts": 0, "edges": 0, "archived": 0, "pending": 0, "windows": 0}
+        """Counts of nodes and edges by kind, archived nodes, pending turns, windows."""
+        return self._call("GET", "stats")
 
     async def astats(self) -> dict[str, int]:
-        return await asyncio.to_thread(self.stats)
+        return await self._acall("GET", "stats")
 
     def save(self) -> int:
         """Ask the server for a snapshot now (turns are durable without one); returns its
-        version, 0 when the namespace holds nothing yet."""
-        try:
-            return self._call("POST", "save")["version"]
-        except UnknownNamespaceError:
-            return 0
+        version."""
+        return self._call("POST", "save")["version"]
 
     async def asave(self) -> int:
-        return await asyncio.to_thread(self.save)
+        return (await self._acall("POST", "save"))["version"]
 
     def close(self) -> None:
         """Close this client's connections (the server keeps the memory)."""
@@ -414,11 +420,7 @@ class RemoteMemory:
     def config(self) -> SynapseConfig:
         """The memory's config (as the server holds it; fetched once)."""
         if self._config is None:
-            try:
-                data = self.inspect()["config"]
-            except UnknownNamespaceError:
-                return SynapseConfig()
-            self._config = SynapseConfig.from_dict(data)
+            self._config = SynapseConfig.from_dict(self.inspect()["config"])
         return self._config
 
     def update(self, node_id: str, text: str | None = None, *, metadata: Mapping[str, Any] | None = None,
@@ -455,10 +457,7 @@ class RemoteMemory:
 
     def archived(self) -> list[dict[str, Any]]:
         """The archived nodes (``{"id", "kind", "text", ...}`` each)."""
-        try:
-            return self._call("GET", "archived")
-        except UnknownNamespaceError:
-            return []
+        return self._call("GET", "archived")
 
     def restore(self, ids: Sequence[str]) -> list[str]:
         return self._call("POST", "restore", json={"ids": list(ids)})["ids"]
@@ -475,6 +474,7 @@ class RemoteMemory:
         """Every episode as an export line (see :mod:`.transfer`), streamed."""
         import json
 
+        self.stats()  # the namespace exists (or is created, or UnknownNamespaceError)
         url = self._url("export")
         with self._client.stream("GET", url, params={"with_vectors": with_vectors}) as response:
             if response.status_code >= 400:
@@ -501,6 +501,9 @@ class RemotePool(EnginePool):
     >>> pool.get("user_id=42").retrieve("ski trip")                  # doctest: +SKIP
     """
 
+    #: what :meth:`get` builds (a subclass may serve its own)
+    memory_class: type[RemoteMemory] = RemoteMemory
+
     def __init__(self, base_url: str, **client_kwargs: Any) -> None:  # no folder: no super()
         self.base_url = base_url.rstrip("/")
         self.path = None
@@ -513,7 +516,7 @@ class RemotePool(EnginePool):
         with self._lock:
             engine = self._engines.get(namespace)
             if engine is None:
-                engine = self._engines[namespace] = RemoteMemory(self.base_url, namespace, **self._kwargs)
+                engine = self._engines[namespace] = self.memory_class(self.base_url, namespace, **self._kwargs)
             return engine
 
     def opened(self) -> list[str]:
@@ -522,7 +525,7 @@ class RemotePool(EnginePool):
 
     def namespaces(self) -> list[str]:
         """Namespaces stored on the server plus those opened here."""
-        with RemoteMemory(self.base_url, **self._kwargs) as probe:
+        with RemoteMemory(self.base_url, **{**self._kwargs, "create": False}) as probe:
             stored = set(probe.namespaces())
         return sorted(stored | set(self.opened()))
 

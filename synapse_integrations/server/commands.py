@@ -87,7 +87,8 @@ class _Remote:
     def __init__(self, args: argparse.Namespace) -> None:
         from .client import RemoteMemory
 
-        self.mem = RemoteMemory(args.url, args.namespace, api_key=_api_key(args), timeout=args.timeout)
+        self.mem = RemoteMemory(args.url, args.namespace, api_key=_api_key(args), timeout=args.timeout,
+                                create=False)  # an operator's typo must not create a memory
 
     def add(self, turns: list[dict[str, Any]]) -> list[str]:
         return self.mem.add_turns(turns)
@@ -115,7 +116,12 @@ class _Remote:
         return self.mem.export(with_vectors=with_vectors)
 
     def existing_ids(self) -> set[str]:
-        return {e["id"] for e in self.mem.episodes(include_archived=True)}
+        from ..errors import UnknownNamespaceError
+
+        try:
+            return {e["id"] for e in self.mem.episodes(include_archived=True)}
+        except UnknownNamespaceError:
+            return set()
 
     def archive(self, ids: list[str]) -> list[str]:
         return self.mem.archive(ids)

@@ -6,6 +6,7 @@ namespace or id the engine accepts can be named, ``/`` included)::
     GET  /health                                       liveness (no key needed)
     GET  /v1/namespaces                                the namespaces of the folder
     GET  /v1/namespaces/{namespace}                    inspect: folder, stats, config
+    PUT  /v1/namespaces/{namespace}                    create it, empty (a stored turn does too)
     POST /v1/namespaces/{namespace}/turns              store turns (creates the namespace)
     POST /v1/namespaces/{namespace}/retrieve           rank memories, filters, the gate's decision
     POST /v1/namespaces/{namespace}/forget             remove for good (ids, speaker, time, where, everything)
@@ -440,6 +441,12 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
     def inspect_namespace(namespace: str) -> dict[str, Any]:
         """The namespace's folder, stats, config and embedder."""
         return svc.inspect(_ns(namespace))
+
+    @r.put("/namespaces/{namespace}", tags=tag)
+    def create(namespace: str) -> dict[str, Any]:
+        """Create the namespace as an empty memory (nothing happens if it exists)."""
+        name = _ns(namespace)
+        return {"namespace": name, "created": svc.create(name)}
 
     @r.post("/namespaces/{namespace}/turns", response_model=IdsOut, tags=tag)
     def add_turns(namespace: str, body: TurnsIn) -> dict[str, Any]:

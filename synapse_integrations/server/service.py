@@ -174,6 +174,12 @@ class MemoryService:
             self._known.add(ns)
         return self.pool.get(ns)
 
+    def create(self, namespace: Any) -> bool:
+        """Make ``namespace`` an (empty) memory; False if it existed."""
+        existed = validate_namespace(namespace) in self.namespaces()
+        self.engine(namespace, create=True)
+        return not existed
+
     def namespaces(self) -> list[str]:
         """The namespaces of this folder."""
         with self._lock:
