@@ -178,3 +178,18 @@ def test_serve_refuses_a_public_address_without_a_key(tmp_path):
     out = subprocess.run(synapse_cmd("serve", "http", "--path", str(tmp_path), "--host", "0.0.0.0", *H),
                          env={**env(), "SYNAPSE_API_KEY": ""}, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "refusing to serve on 0.0.0.0 without an API key" in out.stderr
+
+
+@pytest.mark.server
+def test_serve_with_the_vectors_in_a_chroma_server(tmp_path, chroma_server):
+    chroma = f"{chroma_server['host']}:{chroma_server['port']}"
+    ns = f"chroma-backed-{tmp_path.name}"
+    with ServerProcess("http", tmp_path / "mem", "--chroma", chroma, *H) as srv:
+        with RemoteMemory(srv.url, ns) as mem:
+            mem.add_turns([{"text": f"fact {i} about {TOPICS[i % 6]}", "id": f"f{i}"} for i in range(7)])
+    assert not (tmp_path / "mem" / "chroma").exists()  # only the snapshots are local
+    with ServerProcess("http", tmp_path / "mem", "--chroma", chroma, *H) as srv:
+        with RemoteMemory(srv.url, ns, create=False) as mem:  # known after a restart
+            assert [e["id"] for e in mem.episodes()] == [f"f{i}" for i in range(7)]
+            assert mem.retrieve("cello lessons", k=1).items[0].id == "f3"
+            assert mem.verify().ok

@@ -359,15 +359,28 @@ def _serve_guard(args: argparse.Namespace, key: str | None) -> None:
             f"{ENV_KEY}), bind to 127.0.0.1, or pass --insecure-no-key")
 
 
+def _service(args: argparse.Namespace) -> Any:
+    from .service import MemoryService, make_embedder
+
+    kwargs: dict[str, Any] = {}
+    if args.chroma:
+        from ..storage.chroma import http_client
+
+        host, _, port = args.chroma.rpartition(":")
+        if not host or not port.isdigit():
+            raise InvalidInputError(f"--chroma must be HOST:PORT, got {args.chroma!r}")
+        kwargs["client"] = http_client(host, int(port))
+    return MemoryService(args.path, embedder=make_embedder(args.embedder), **kwargs)
+
+
 def cmd_serve_http(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .rest import create_app
-    from .service import MemoryService, make_embedder
 
     key = _api_key(args)
     _serve_guard(args, key)
-    service = MemoryService(args.path, embedder=make_embedder(args.embedder))
+    service = _service(args)
     app = create_app(service=service, api_key=key, mcp=args.mcp, host=args.host)
     print(f"SYNAPSE memory server: http://{args.host}:{args.port} (folder {service.path}; "
           f"docs at /docs{'; MCP at /mcp' if args.mcp else ''}{'; API key required' if key else ''})",
@@ -382,14 +395,13 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
 
 def cmd_serve_mcp(args: argparse.Namespace) -> int:
     from .mcp import run_mcp
-    from .service import MemoryService, make_embedder
 
     key = _api_key(args)
     if args.transport == "http":
         _serve_guard(args, key)
         print(f"SYNAPSE MCP server: http://{args.host}:{args.port}/mcp (folder {args.path})",
               file=sys.stderr, flush=True)
-    run_mcp(MemoryService(args.path, embedder=make_embedder(args.embedder)), transport=args.transport,
+    run_mcp(_service(args), transport=args.transport,
             host=args.host, port=args.port, api_key=key, log_level=args.log_level)
     return 0
 
@@ -434,6 +446,8 @@ def add_commands(sub: Any) -> None:
                         help="allow a non-loopback --host without an API key")
     common.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm",
                         help="minilm (default) or hashing (model-free, for tests)")
+    common.add_argument("--chroma", metavar="HOST:PORT",
+                        help="keep the vectors in a Chroma server (chroma run) instead of the folder")
     common.add_argument("--log-level", default="warning",
                         choices=("critical", "error", "warning", "info", "debug"))
     http = ssub.add_parser("http", parents=[common], help="the REST API (FastAPI on uvicorn)")

@@ -147,8 +147,8 @@ class MemoryService:
         path: the memory folder (``None``: a temporary one, removed by :meth:`close`).
         embedder: the embedder every namespace uses (default: the packaged MiniLM, loaded
             once for all namespaces); tests pass ``HashingEmbedder()``.
-        **engine_kwargs: passed to every ``Synapse(...)`` (``config``, ``client``,
-            ``extractor``, ``firewall``...).
+        **engine_kwargs: passed to every ``Synapse(...)`` (``config``, ``client``: a
+            Chroma server's client, ``extractor``, ``firewall``...).
     """
 
     def __init__(self, path: str | Path | None, *, embedder: Any = None, **engine_kwargs: Any) -> None:
@@ -160,7 +160,13 @@ class MemoryService:
         self._dirlock = DirectoryLock(self.path).acquire()
         self.started = time.time()
         self._lock = threading.Lock()
-        self._known: set[str] = set(self.pool.namespaces())
+        client = engine_kwargs.get("client")
+        if client is not None:  # a Chroma server holds the vectors: its collections name them
+            from ..storage.chroma import list_namespaces
+
+            self._known: set[str] = set(list_namespaces(client))
+        else:
+            self._known = set(self.pool.namespaces())
 
     # -- namespaces ----------------------------------------------------------------------
     def engine(self, namespace: Any, *, create: bool = False) -> Any:
