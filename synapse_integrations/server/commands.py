@@ -370,7 +370,9 @@ def _service(args: argparse.Namespace) -> Any:
         if not host or not port.isdigit():
             raise InvalidInputError(f"--chroma must be HOST:PORT, got {args.chroma!r}")
         kwargs["client"] = http_client(host, int(port))
-    return MemoryService(args.path, embedder=make_embedder(args.embedder), **kwargs)
+    service = MemoryService(args.path, embedder=make_embedder(args.embedder), **kwargs)
+    service.embedder.embed_query("warm up")  # load the model before the first request waits on it
+    return service
 
 
 def cmd_serve_http(args: argparse.Namespace) -> int:
