@@ -193,3 +193,15 @@ def test_serve_with_the_vectors_in_a_chroma_server(tmp_path, chroma_server):
             assert [e["id"] for e in mem.episodes()] == [f"f{i}" for i in range(7)]
             assert mem.retrieve("cello lessons", k=1).items[0].id == "f3"
             assert mem.verify().ok
+
+
+@pytest.mark.model
+@pytest.mark.server
+def test_serve_with_the_packaged_model(tmp_path):
+    """The default server: the packaged all-MiniLM-L6-v2, loaded before /health answers."""
+    with ServerProcess("http", tmp_path / "mem") as srv, RemoteMemory(srv.url, "u") as mem:
+        mem.add_turns(["I adopted a beagle puppy last spring.", "My sister moved to Lisbon.",
+                       "I am learning to play the cello.", "Work at the hospital was exhausting."])
+        result = mem.retrieve("Do I have a dog?", k=2)
+        assert result.items[0].text == "I adopted a beagle puppy last spring." and not result.rejected
+        assert mem.inspect()["embedder"] == "MiniLMEmbedder"

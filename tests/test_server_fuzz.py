@@ -21,7 +21,7 @@ from schemathesis.checks import (  # noqa: E402
     status_code_conformance,
 )
 
-pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 KEY = "fuzz-key"
 SEED = [{"text": f"turn {i}: Sam and Dana talk about {topic}", "speaker": ["Sam", "Dana"][i % 2],
