@@ -39,7 +39,13 @@ import numpy as np
 
 from ..config import SynapseConfig
 from ..core.validation import validate_namespace
-from ..errors import InvalidInputError, InvalidTypeError, NodeNotFoundError, UnknownNamespaceError
+from ..errors import (
+    InvalidInputError,
+    InvalidTypeError,
+    NodeNotFoundError,
+    SynapseError,
+    UnknownNamespaceError,
+)
 from ..pool import EnginePool
 from ..storage.lock import DirectoryLock
 from ..types import RetrievalResult
@@ -125,11 +131,17 @@ def retrieval_config(base: SynapseConfig, overrides: Any) -> SynapseConfig:
               isinstance(value, int) and not isinstance(value, bool) if isinstance(default, int) else
               isinstance(value, (int, float)) and not isinstance(value, bool)
               and math.isfinite(value) if isinstance(default, float) else
+              isinstance(value, Mapping) if isinstance(default, dict) else
               isinstance(value, str))
         if not ok:
             raise InvalidTypeError(f"config: {key} must be a {type(default).__name__}, got {value!r}")
-        changes[key] = value
-    return base.replace(**changes)
+        changes[key] = dict(value) if isinstance(value, Mapping) else value
+    try:
+        return base.replace(**changes)
+    except (TypeError, ValueError) as exc:  # ConfigError is a ValueError and keeps its class
+        if isinstance(exc, SynapseError):
+            raise
+        raise InvalidInputError(f"config: {exc}") from None
 
 
 def _page_arg(value: Any, name: str, lo: int, hi: int | None = None) -> int:
