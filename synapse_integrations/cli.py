@@ -6,6 +6,10 @@ embedded Chroma and shows, for a few questions, what memory returns and why.
 ``synapse bench locomo --data FILE --out results.json`` measures retrieval quality on LoCoMo
 (baselines, SYNAPSE, ablations, gate); ``synapse bench perf --out perf.json`` measures latency
 and throughput against memory size. See docs/benchmarks.md.
+
+``synapse serve http|mcp --path DIR`` serves a memory folder (REST API, MCP server);
+``synapse add|query|inspect|verify|repair|forget|export|import`` operate on a folder or a
+server (:mod:`synapse_integrations.server.commands`; docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -240,6 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--out", required=True, help="perf JSON")
     perf.add_argument("--no-progress", action="store_true", help="no progress bar")
     perf.set_defaults(func=cmd_bench_perf)
+
+    from .server.commands import add_commands  # serve, and the operator commands
+
+    add_commands(sub)
     return parser
 
 

@@ -1,0 +1,232 @@
+"""The MCP server: the memory as tools and resources for agents that speak MCP (coding
+agents, LangGraph agents through ``langchain-mcp-adapters``, ...), over stdio or
+streamable HTTP, built with the official ``mcp`` SDK (FastMCP).
+
+Tools (every one takes a required ``namespace``, validated like the engine's):
+
+=================  ==================================================================
+``store_turns``    store turns (text, speaker, timestamp, metadata, id); returns ids
+``retrieve``       rank memories; filters ``speakers``, ``since``, ``until``, ``where``;
+                   the gate's ``decision`` and ``reason``
+``consolidate``    consolidate pending turns now
+``forget``         remove for good: ids, speaker, time range, metadata, or everything
+``update``         change a stored turn (text, metadata, speaker, time); returns its new id
+``list_episodes``  the episodes in order, one page at a time
+``inspect``        a namespace (folder, stats, config) or one memory (attributes, links,
+                   and with ``query`` its rank, score components and activation path)
+``stats``          counts of nodes and edges by kind
+``health``         the server's liveness and this namespace's state
+=================  ==================================================================
+
+Resources: ``synapse://architecture`` (docs/architecture.md), ``synapse://namespaces``
+and ``synapse://namespaces/{namespace}/stats``.
+
+An engine error comes back as a tool error whose text starts with the error's name and
+HTTP-like status (``InvalidInputError (400): k must be an int >= 1, got 0``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+from urllib.parse import unquote
+
+import anyio
+
+from .._adapter_utils import require
+from ..core.validation import validate_namespace
+from . import wire
+from .service import MemoryService
+
+require("mcp", "server")
+
+from mcp.server.fastmcp import FastMCP  # noqa: E402
+from mcp.server.fastmcp.exceptions import ToolError  # noqa: E402
+from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["architecture_text", "create_mcp_server", "run_mcp"]
+
+INSTRUCTIONS = (
+    "Long-term memory (SYNAPSE). Every tool takes a `namespace`: one memory per user or "
+    "thread, e.g. 'user_id=42'. Store what is worth remembering with store_turns; before "
+    "answering from memory call retrieve and trust it only when gate.decision is "
+    "'accepted' (otherwise memory holds nothing relevant)."
+)
+
+
+class Turn(BaseModel):
+    """One conversation turn to store."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(description="what was said, or the fact to remember")
+    speaker: Optional[str] = Field(None, description="who said it, e.g. 'user'")
+    timestamp: Union[str, float, None] = Field(
+        None, description="when it happened: ISO 8601 or epoch seconds (default: now)")
+    metadata: Optional[dict[str, Any]] = Field(None, description="JSON metadata, filterable with `where`")
+    id: Optional[str] = Field(None, description="your id (idempotency key); default: a new one")
+
+
+def architecture_text() -> str:
+    """docs/architecture.md when the source tree is at hand, else the engine's overview."""
+    doc = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+    try:
+        return doc.read_text("utf-8")
+    except OSError:
+        from ..core import engine
+
+        return "# Architecture\n\n" + (engine.__doc__ or "")
+
+
+def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a service call in a worker thread (the engine blocks) and turn engine errors
+    into tool errors that name the error and its status."""
+    @functools.wraps(fn)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        except Exception as exc:
+            body = wire.error_to_wire(exc)["error"]
+            if body["status"] >= 500:
+                logger.exception("MCP tool %s failed", fn.__name__)
+            raise ToolError(f"{body['type']} ({body['status']}): {body['message']}") from exc
+    return run
+
+
+def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
+                      host: str = "127.0.0.1", port: int = 8000,
+                      streamable_http_path: str = "/mcp", **settings: Any) -> FastMCP:
+    """The MCP server over ``service`` (its tools and resources; see the module doc).
+    ``host``/``port`` matter for HTTP (DNS-rebinding protection is on for localhost)."""
+    settings.setdefault("log_level", "WARNING")  # FastMCP configures the root logger with it
+    server = FastMCP(name, instructions=INSTRUCTIONS, host=host, port=port,
+                     streamable_http_path=streamable_http_path, **settings)
+    svc = service
+
+    @server.tool()
+    @_tool
+    def store_turns(namespace: str, turns: list[Turn]) -> dict[str, Any]:
+        """Store conversation turns or facts in the namespace's memory (created on first
+        use); returns their ids. A turn is durable when this returns."""
+        return {"ids": svc.add_turns(namespace, [t.model_dump(exclude_none=True) for t in turns])}
+
+    @server.tool()
+    @_tool
+    def retrieve(namespace: str, query: str, k: int = 10, speakers: Optional[list[str]] = None,
+                 since: Union[str, float, None] = None, until: Union[str, float, None] = None,
+                 where: Optional[dict[str, Any]] = None, include_concepts: bool = False) -> dict[str, Any]:
+        """Recall memories relevant to `query`, best first, each with its score components,
+        activation path and the concepts that led to it. Filters: `speakers`, event time
+        in [since, until), `where` on metadata (Chroma style: {"topic": "ski"},
+        {"n": {"$gte": 3}}). `gate.decision` is 'rejected' when memory holds nothing
+        relevant; `gate.reason` says why."""
+        return svc.retrieve(namespace, query, k, speakers=speakers, since=since, until=until,
+                            where=where, kinds=("episode", "concept") if include_concepts else ("episode",))
+
+    @server.tool()
+    @_tool
+    def consolidate(namespace: str) -> dict[str, Any]:
+        """Consolidate every pending turn into concepts and links now."""
+        return svc.consolidate(namespace)
+
+    @server.tool()
+    @_tool
+    def forget(namespace: str, ids: Optional[list[str]] = None, speaker: Optional[str] = None,
+               since: Union[str, float, None] = None, until: Union[str, float, None] = None,
+               where: Optional[dict[str, Any]] = None, everything: bool = False) -> dict[str, Any]:
+        """Remove memories for good: by ids, speaker, event time [since, until), metadata
+        `where`, or everything=true (criteria combine with AND). Returns the removed ids."""
+        return {"removed": svc.forget(namespace, ids, speaker=speaker, since=since, until=until,
+                                      where=where, everything=everything)}
+
+    @server.tool()
+    @_tool
+    def update(namespace: str, id: str, text: Optional[str] = None,
+               metadata: Optional[dict[str, Any]] = None, speaker: Optional[str] = None,
+               timestamp: Union[str, float, None] = None, keep_history: bool = True) -> dict[str, Any]:
+        """Correct a stored memory (its text, metadata, speaker or time); returns its new id."""
+        return {"id": svc.update(namespace, id, text, metadata=metadata, speaker=speaker,
+                                 timestamp=timestamp, keep_history=keep_history)}
+
+    @server.tool()
+    @_tool
+    def list_episodes(namespace: str, offset: int = 0, limit: int = 50,
+                      include_archived: bool = True) -> dict[str, Any]:
+        """The stored turns in order, one page at a time (`next_offset` is the next page)."""
+        return svc.episodes(namespace, offset=offset, limit=limit, include_archived=include_archived)
+
+    @server.tool()
+    @_tool
+    def inspect(namespace: str, id: Optional[str] = None, query: Optional[str] = None) -> dict[str, Any]:
+        """Without `id`: the memory's folder, stats and config. With `id`: that memory's
+        attributes and graph links and, with `query`, its rank, score components and
+        activation path for that query."""
+        return svc.inspect(namespace, id, query=query)
+
+    @server.tool()
+    @_tool
+    def stats(namespace: str) -> dict[str, Any]:
+        """Counts of episodes, concepts, edges by kind, archived nodes, pending turns."""
+        return svc.stats(namespace)
+
+    @server.tool()
+    @_tool
+    def health(namespace: str) -> dict[str, Any]:
+        """The server's liveness, and whether this namespace exists and how many episodes
+        it holds."""
+        out = svc.health()
+        ns = validate_namespace(namespace)
+        exists = ns in svc.namespaces()
+        out["namespace"] = {"name": ns, "exists": exists,
+                            "episodes": svc.stats(ns)["episodes"] if exists else 0}
+        return out
+
+    @server.resource("synapse://architecture", name="architecture", mime_type="text/markdown",
+                     description="How the memory works: modules, how a turn and a query flow")
+    def architecture() -> str:
+        return architecture_text()
+
+    @server.resource("synapse://namespaces", name="namespaces", mime_type="application/json",
+                     description="The namespaces of this memory folder")
+    async def namespaces() -> str:
+        return json.dumps({"namespaces": svc.namespaces()})
+
+    @server.resource("synapse://namespaces/{namespace}/stats", name="stats",
+                     mime_type="application/json",
+                     description="Counts of one namespace (percent-encode the namespace)")
+    async def namespace_stats(namespace: str) -> str:
+        stats = await anyio.to_thread.run_sync(svc.stats, unquote(namespace))
+        return json.dumps(stats)
+
+    return server
+
+
+def run_mcp(service: MemoryService, *, transport: str = "stdio", host: str = "127.0.0.1",
+            port: int = 8000, api_key: str | None = None, log_level: str = "warning") -> None:
+    """Serve until stopped (stdio: until the client closes the pipe; http: SIGINT/SIGTERM),
+    then snapshot and close every memory."""
+    try:
+        server = create_mcp_server(service, host=host, port=port, log_level=log_level.upper())
+        if transport == "stdio":
+            server.run("stdio")
+            return
+        import uvicorn
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+
+        @server.custom_route("/health", methods=["GET"])
+        async def health(request: Request) -> JSONResponse:
+            return JSONResponse(service.health())
+
+        app: Any = server.streamable_http_app()
+        if api_key:
+            from .rest import RequireKey
+
+            app.add_middleware(RequireKey, api_key=api_key, prefixes=("/mcp",))
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run()
+    finally:
+        service.close()

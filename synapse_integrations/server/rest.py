@@ -1,0 +1,548 @@
+"""The REST API: :func:`create_app` builds a FastAPI app over one memory folder.
+
+Routes (``{namespace}`` and ``{id}`` are single path segments, percent-encoded, so any
+namespace or id the engine accepts can be named, ``/`` included)::
+
+    GET  /health                                       liveness (no key needed)
+    GET  /v1/namespaces                                the namespaces of the folder
+    GET  /v1/namespaces/{namespace}                    inspect: folder, stats, config
+    PUT  /v1/namespaces/{namespace}                    create it, empty (a stored turn does too)
+    POST /v1/namespaces/{namespace}/turns              store turns (creates the namespace)
+    POST /v1/namespaces/{namespace}/retrieve           rank memories, filters, the gate's decision
+    POST /v1/namespaces/{namespace}/forget             remove for good (ids, speaker, time, where, everything)
+    POST /v1/namespaces/{namespace}/update             change a turn (new id; history kept)
+    GET  /v1/namespaces/{namespace}/episodes           episodes in order, paged
+    GET  /v1/namespaces/{namespace}/memories/{id}      one memory's attributes
+    GET  /v1/namespaces/{namespace}/memories/{id}/exists
+    GET  /v1/namespaces/{namespace}/memories/{id}/inspect   links, and how a query ranks it
+    GET  /v1/namespaces/{namespace}/stats
+    POST /v1/namespaces/{namespace}/consolidate | verify | repair | save | archive | restore
+    GET  /v1/namespaces/{namespace}/archived           the archived nodes
+    GET  /v1/namespaces/{namespace}/export             JSONL (NDJSON), one turn per line
+
+OpenAPI at ``/openapi.json``, docs at ``/docs``. Errors are
+``{"error": {"type", "message", "status"}}`` with the engine's own message; the status of
+each engine error is in :data:`.wire.ERRORS` (bad value 400, wrong type 422, firewall 422,
+unknown namespace or id 404, reused id 409, storage down 503). With an API key, every
+``/v1`` route (and ``/mcp``) needs ``X-API-Key: KEY`` or ``Authorization: Bearer KEY``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+from urllib.parse import unquote
+
+from .._adapter_utils import require
+from ..errors import NamespaceError
+from . import wire
+from .service import MAX_PAGE, MemoryService
+
+require("fastapi", "server")
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request  # noqa: E402
+from fastapi.encoders import jsonable_encoder  # noqa: E402
+from fastapi.exceptions import RequestValidationError  # noqa: E402
+from fastapi.responses import JSONResponse, StreamingResponse  # noqa: E402
+from fastapi.security import APIKeyHeader  # noqa: E402
+from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
+from starlette.exceptions import HTTPException  # noqa: E402
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["API_KEY_HEADER", "MAX_BODY_BYTES", "BodyLimit", "RawSegments", "RequireKey", "create_app",
+           "key_matches"]
+
+API_KEY_HEADER = "X-API-Key"
+#: Requests with a larger body are refused with 413 (an export with vectors of a big
+#: memory is imported in batches by ``synapse import``).
+MAX_BODY_BYTES = 32 * 1024 * 1024
+_PREFIX = "/v1/namespaces/"
+_OPEN_PATHS = ("/health", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
+
+Time = Union[str, float, None]
+
+
+# ---------------------------------------------------------------------------------------
+# request and response bodies
+# ---------------------------------------------------------------------------------------
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TurnIn(_In):
+    text: str = Field(description="what was said")
+    speaker: Optional[str] = None
+    timestamp: Time = Field(None, description="event time: ISO 8601 or epoch seconds (default: now)")
+    metadata: Optional[dict[str, Any]] = None
+    id: Optional[str] = Field(None, description="your id (an idempotency key); default: a new one")
+    vector: Optional[list[float]] = Field(
+        None, description="the embedding to store instead of embedding the text (imports)")
+
+
+class TurnsIn(_In):
+    turns: list[TurnIn] = Field(max_length=10_000)
+
+
+class RetrieveIn(_In):
+    query: str
+    k: Optional[int] = Field(None, ge=1, le=1000, description="how many memories (default: config top_k)")
+    kinds: list[Literal["episode", "concept"]] = Field(["episode"], min_length=1)
+    speakers: Union[str, list[str], None] = None
+    since: Time = Field(None, description="event time >= since")
+    until: Time = Field(None, description="event time < until")
+    where: Optional[dict[str, Any]] = Field(None, description="Chroma-style filter on turn metadata")
+    config: Optional[dict[str, Any]] = Field(None, description="retrieval settings for this call")
+
+
+class ForgetIn(_In):
+    ids: Optional[list[str]] = None
+    speaker: Optional[str] = None
+    since: Time = None
+    until: Time = None
+    where: Optional[dict[str, Any]] = None
+    everything: bool = False
+
+
+class UpdateIn(_In):
+    id: str
+    text: Optional[str] = None
+    metadata: Optional[dict[str, Any]] = None
+    speaker: Optional[str] = None
+    timestamp: Time = None
+    keep_history: bool = True
+
+
+class IdsIn(_In):
+    ids: list[str] = Field(max_length=10_000)
+
+
+class ErrorBody(BaseModel):
+    type: str
+    message: str
+    status: int
+    categories: Optional[list[str]] = None
+    details: Optional[list[Any]] = None
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+class ComponentsOut(BaseModel):
+    similarity: float
+    activation: float
+    pagerank: float
+    bm25_rank: Optional[int] = None
+    dense_rank: Optional[int] = None
+    lexical: float = 0.0
+
+
+class ItemOut(BaseModel):
+    id: str
+    text: str
+    kind: Literal["episode", "concept"]
+    score: float
+    components: ComponentsOut
+    speaker: Optional[str] = None
+    timestamp: Optional[str] = None
+    metadata: dict[str, Any]
+    path: list[str]
+    concepts: list[str]
+    superseded_by: Optional[str] = None
+    superseded_at: Optional[str] = None
+    supersedes: Optional[str] = None
+
+
+class GateOut(BaseModel):
+    decision: Literal["accepted", "rejected"]
+    reason: str
+
+
+class RetrieveOut(BaseModel):
+    query: str
+    items: list[ItemOut]
+    rejected: bool
+    confidence: float
+    gate_tau: float
+    gate: GateOut
+
+
+class EpisodeOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str
+    kind: str
+    text: str
+    speaker: Optional[str] = None
+    ts: float
+    seq: int
+    metadata: dict[str, Any]
+    archived: bool = False
+
+
+class EpisodesOut(BaseModel):
+    episodes: list[EpisodeOut]
+    total: int
+    offset: int
+    limit: int
+    next_offset: Optional[int] = None
+
+
+class ConsistencyOut(BaseModel):
+    ok: bool
+    episodes: int
+    concepts: int
+    archived: int
+    vectors: int
+    missing_vectors: list[str]
+    orphan_vectors: list[str]
+    archive_missing: list[str]
+    archive_orphans: list[str]
+    problems: list[str]
+    actions: list[str]
+    repaired: bool
+    seconds: float
+
+
+class ConsolidationOut(BaseModel):
+    windows: int
+    episodes: int
+    concepts_created: int
+    concepts_merged: int
+    edges_pruned: int
+    archived: int
+    seconds: float
+
+
+class HealthOut(BaseModel):
+    status: str
+    version: str
+    uptime_s: float
+    namespaces: int
+    open: int
+
+
+class IdsOut(BaseModel):
+    ids: list[str]
+
+
+class RemovedOut(BaseModel):
+    removed: list[str]
+
+
+# ---------------------------------------------------------------------------------------
+# plumbing: raw path segments, body size, API key, errors
+# ---------------------------------------------------------------------------------------
+class RawSegments:
+    """Route ``/v1/namespaces/...`` on the raw (still percent-encoded) path, so that a
+    namespace or an id holding ``/`` stays one segment; the handlers decode it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(_PREFIX):
+            raw = scope.get("raw_path")
+            if raw:
+                path = raw.split(b"?", 1)[0].decode("latin-1")
+                if path.startswith(_PREFIX):
+                    scope = {**scope, "path": path}
+        await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes (413) before reading them."""
+
+    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            length = dict(scope.get("headers") or []).get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.limit):
+                await JSONResponse(_error_json("PayloadTooLarge", f"request body over {self.limit} bytes",
+                                               413), status_code=413)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def key_matches(headers: Any, api_key: str) -> bool:
+    """``X-API-Key: KEY`` or ``Authorization: Bearer KEY`` (compared in constant time)."""
+    given = headers.get(API_KEY_HEADER.lower()) or ""
+    auth = headers.get("authorization") or ""
+    if not given and auth[:7].lower() == "bearer ":
+        given = auth[7:].strip()
+    return bool(given) and hmac.compare_digest(given.encode("utf-8", "replace"), api_key.encode("utf-8"))
+
+
+class RequireKey:
+    """Requests under ``prefixes`` need the API key (401 otherwise)."""
+
+    def __init__(self, app: Any, api_key: str, prefixes: tuple[str, ...] = ("/",)) -> None:
+        self.app, self.api_key, self.prefixes = app, api_key, prefixes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(self.prefixes) \
+                and scope["path"] not in _OPEN_PATHS:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+            if not key_matches(headers, self.api_key):
+                await JSONResponse(_error_json("Unauthorized", "a valid API key is needed "
+                                               f"({API_KEY_HEADER} header or Bearer token)", 401),
+                                   status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _error_json(kind: str, message: str, status: int, **extra: Any) -> dict[str, Any]:
+    return {"error": {"type": kind, "message": message, "status": status, **extra}}
+
+
+def _ns(namespace: str) -> str:
+    try:
+        return unquote(namespace, errors="strict")
+    except UnicodeDecodeError:
+        raise NamespaceError("the namespace in the URL is not percent-encoded UTF-8") from None
+
+
+def _id(node_id: str) -> str:
+    try:
+        return unquote(node_id, errors="strict")
+    except UnicodeDecodeError:
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError("the memory id in the URL is not percent-encoded UTF-8") from None
+
+
+def _install_errors(app: FastAPI) -> None:
+    from ..errors import SynapseError
+
+    @app.exception_handler(SynapseError)
+    async def synapse_error(request: Request, exc: SynapseError) -> JSONResponse:
+        body = wire.error_to_wire(exc)
+        if body["error"]["status"] >= 500:
+            logger.error("%s %s failed: %s", request.method, request.url.path, exc)
+        return JSONResponse(body, status_code=body["error"]["status"])
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        details = jsonable_encoder(exc.errors(), custom_encoder={bytes: lambda b: b.decode("latin-1")})
+        first = details[0] if details else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        message = f"{where}: {first.get('msg', 'invalid request')}" if where else first.get("msg", "invalid request")
+        return JSONResponse(_error_json("RequestValidationError", message, 422, details=details),
+                            status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse(_error_json("HTTPError", str(exc.detail), exc.status_code),
+                            status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("%s %s failed", request.method, request.url.path)
+        return JSONResponse(_error_json("InternalError", f"internal error ({type(exc).__name__}); "
+                                        "see the server log", 500), status_code=500)
+
+
+_ERRORS_DOC = {status: {"model": ErrorOut} for status in (400, 404, 409, 422, 503)}
+
+
+# ---------------------------------------------------------------------------------------
+# the app
+# ---------------------------------------------------------------------------------------
+def create_app(path: str | Path | None = None, *, service: MemoryService | None = None,
+               embedder: Any = None, api_key: str | None = None, mcp: bool = False,
+               host: str = "127.0.0.1", **engine_kwargs: Any) -> FastAPI:
+    """The REST API over the memory folder ``path`` (or over ``service``).
+
+    Args:
+        path: the memory folder this server owns (``None``: a temporary one).
+        service: an existing :class:`MemoryService` instead of ``path``.
+        embedder: the embedder of every namespace (default: the packaged MiniLM).
+        api_key: when set, every ``/v1`` route needs it (``X-API-Key`` or Bearer).
+        mcp: also serve the MCP tools over streamable HTTP at ``/mcp`` on the same
+            memories (so REST clients and MCP agents share one memory).
+        host: the address the server binds (the MCP endpoint's DNS-rebinding protection
+            allows only localhost names when it is a loopback address).
+        **engine_kwargs: passed to every ``Synapse(...)`` (``config``, ...).
+    """
+    svc = service if service is not None else MemoryService(path, embedder=embedder, **engine_kwargs)
+    mcp_server = None
+    if mcp:
+        from .mcp import create_mcp_server
+
+        mcp_server = create_mcp_server(svc, host=host, streamable_http_path="/mcp")
+        mcp_app = mcp_server.streamable_http_app()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            if mcp_server is not None:
+                async with mcp_server.session_manager.run():
+                    yield
+            else:
+                yield
+        finally:
+            if service is None:
+                svc.close()
+
+    from .. import __version__
+
+    app = FastAPI(title="SYNAPSE memory", version=__version__, lifespan=lifespan,
+                  description=__doc__.split("\n\n", 1)[0] + " See docs/deployment.md.")
+    app.state.service = svc
+    _install_errors(app)
+
+    security: list[Any] = []
+    if api_key:
+        header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False,
+                              description="the server's API key (or Authorization: Bearer)")
+
+        def check_key(request: Request, _: Optional[str] = Depends(header)) -> None:
+            if not key_matches(request.headers, api_key):
+                raise HTTPException(401, "a valid API key is needed", headers={"WWW-Authenticate": "Bearer"})
+        security = [Depends(check_key)]
+
+    @app.get("/health", response_model=HealthOut, tags=["server"])
+    def health() -> dict[str, Any]:
+        """Liveness and a few counts; needs no key."""
+        return svc.health()
+
+    v1 = APIRouter(prefix="/v1", dependencies=security,
+                   responses={401: {"model": ErrorOut}, **_ERRORS_DOC})
+    _routes(v1, svc)
+    app.include_router(v1)
+    if mcp_server is not None:
+        app.router.routes.extend(mcp_app.routes)  # /mcp, run by the lifespan above
+
+    if api_key and mcp_server is not None:
+        app.add_middleware(RequireKey, api_key=api_key, prefixes=("/mcp",))
+    app.add_middleware(RawSegments)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    return app
+
+
+
+
+def _routes(r: APIRouter, svc: MemoryService) -> None:
+    tag = ["memory"]
+
+    @r.get("/namespaces", tags=["server"])
+    def namespaces() -> dict[str, list[str]]:
+        """The namespaces stored in this folder."""
+        return {"namespaces": svc.namespaces()}
+
+    @r.get("/namespaces/{namespace}", tags=tag)
+    def inspect_namespace(namespace: str) -> dict[str, Any]:
+        """The namespace's folder, stats, config and embedder."""
+        return svc.inspect(_ns(namespace))
+
+    @r.put("/namespaces/{namespace}", tags=tag)
+    def create(namespace: str) -> dict[str, Any]:
+        """Create the namespace as an empty memory (nothing happens if it exists)."""
+        name = _ns(namespace)
+        return {"namespace": name, "created": svc.create(name)}
+
+    @r.post("/namespaces/{namespace}/turns", response_model=IdsOut, tags=tag)
+    def add_turns(namespace: str, body: TurnsIn) -> dict[str, Any]:
+        """Store turns; returns their ids in order. A turn is durable when this returns.
+        Pass your own ``id`` per turn to make retries safe (a reused id is a 409)."""
+        turns = [t.model_dump(exclude_none=True) for t in body.turns]
+        return {"ids": svc.add_turns(_ns(namespace), turns)}
+
+    @r.post("/namespaces/{namespace}/retrieve", response_model=RetrieveOut, tags=tag)
+    def retrieve(namespace: str, body: RetrieveIn) -> dict[str, Any]:
+        """Rank memories for a query, with filters, and the uncertainty gate's decision
+        and reason (``rejected``: memory holds nothing relevant)."""
+        return svc.retrieve(_ns(namespace), body.query, body.k, kinds=tuple(body.kinds),
+                            speakers=body.speakers, since=body.since, until=body.until,
+                            where=body.where, config=body.config)
+
+    @r.post("/namespaces/{namespace}/forget", response_model=RemovedOut, tags=tag)
+    def forget(namespace: str, body: ForgetIn) -> dict[str, Any]:
+        """Remove episodes for good: by ids, speaker, time range, metadata, or everything."""
+        return {"removed": svc.forget(_ns(namespace), body.ids, speaker=body.speaker, since=body.since,
+                                      until=body.until, where=body.where, everything=body.everything)}
+
+    @r.post("/namespaces/{namespace}/update", tags=tag)
+    def update(namespace: str, body: UpdateIn) -> dict[str, str]:
+        """Change a stored turn's text, metadata, speaker or time; returns its new id."""
+        return {"id": svc.update(_ns(namespace), body.id, body.text, metadata=body.metadata,
+                                 speaker=body.speaker, timestamp=body.timestamp,
+                                 keep_history=body.keep_history)}
+
+    @r.get("/namespaces/{namespace}/episodes", response_model=EpisodesOut, tags=tag)
+    def episodes(namespace: str, offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=MAX_PAGE),
+                 include_archived: bool = True) -> dict[str, Any]:
+        """The episodes in ingestion order, one page at a time (follow ``next_offset``)."""
+        return svc.episodes(_ns(namespace), offset=offset, limit=limit, include_archived=include_archived)
+
+    @r.get("/namespaces/{namespace}/memories/{id}", tags=tag)
+    def get(namespace: str, id: str, include_archived: bool = False) -> dict[str, Any]:
+        """One memory's attributes (404 if there is none)."""
+        return svc.get(_ns(namespace), _id(id), include_archived=include_archived)
+
+    @r.get("/namespaces/{namespace}/memories/{id}/exists", tags=tag)
+    def exists(namespace: str, id: str) -> dict[str, bool]:
+        """Whether the memory holds this id (active or archived)."""
+        return {"exists": svc.contains(_ns(namespace), _id(id))}
+
+    @r.get("/namespaces/{namespace}/memories/{id}/inspect", tags=tag)
+    def inspect_memory(namespace: str, id: str, query: Optional[str] = None) -> dict[str, Any]:
+        """One memory: attributes, links in the graph and, with ``query``, its rank, score
+        components and activation path for that query."""
+        return svc.inspect(_ns(namespace), _id(id), query=query)
+
+    @r.get("/namespaces/{namespace}/stats", tags=tag)
+    def stats(namespace: str) -> dict[str, int]:
+        """Counts of nodes and edges by kind, archived, pending turns, windows."""
+        return svc.stats(_ns(namespace))
+
+    @r.post("/namespaces/{namespace}/consolidate", response_model=ConsolidationOut, tags=tag)
+    def consolidate(namespace: str) -> dict[str, Any]:
+        """Consolidate every pending turn now."""
+        return svc.consolidate(_ns(namespace))
+
+    @r.post("/namespaces/{namespace}/verify", response_model=ConsistencyOut, tags=["operations"])
+    def verify(namespace: str) -> dict[str, Any]:
+        """Check that graph, vectors and indexes agree (changes nothing)."""
+        return svc.verify(_ns(namespace))
+
+    @r.post("/namespaces/{namespace}/repair", response_model=ConsistencyOut, tags=["operations"])
+    def repair(namespace: str) -> dict[str, Any]:
+        """Bring the stores back into agreement, then verify."""
+        return svc.repair(_ns(namespace))
+
+    @r.post("/namespaces/{namespace}/save", tags=["operations"])
+    def save(namespace: str) -> dict[str, int]:
+        """Write a snapshot now; returns its version."""
+        return {"version": svc.save(_ns(namespace))}
+
+    @r.post("/namespaces/{namespace}/archive", response_model=IdsOut, tags=["operations"])
+    def archive(namespace: str, body: IdsIn) -> dict[str, Any]:
+        """Move memories out of the active graph (restorable)."""
+        return {"ids": svc.archive(_ns(namespace), body.ids)}
+
+    @r.get("/namespaces/{namespace}/archived", tags=["operations"])
+    def archived(namespace: str) -> list[dict[str, Any]]:
+        """The archived nodes (restorable)."""
+        return svc.archived(_ns(namespace))
+
+    @r.post("/namespaces/{namespace}/restore", response_model=IdsOut, tags=["operations"])
+    def restore(namespace: str, body: IdsIn) -> dict[str, Any]:
+        """Bring archived memories back."""
+        return {"ids": svc.restore(_ns(namespace), body.ids)}
+
+    @r.get("/namespaces/{namespace}/export", tags=["operations"], response_class=StreamingResponse,
+           responses={200: {"content": {"application/x-ndjson": {}},
+                            "description": "one turn per line (see synapse_integrations.server.transfer)"}})
+    def export(namespace: str, with_vectors: bool = False) -> StreamingResponse:
+        """Every episode as JSONL, in ingestion order (a backup; ``synapse import`` reads it)."""
+        lines = svc.export(_ns(namespace), with_vectors=with_vectors)
+        return StreamingResponse((json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                                 media_type="application/x-ndjson")

@@ -1,0 +1,392 @@
+"""What the servers serve: :class:`MemoryService`, every operation on the memories of one
+folder, scoped to a namespace and answered in JSON-ready form.
+
+The REST API (:mod:`.rest`) and the MCP server (:mod:`.mcp`) are thin translations of
+these methods, so both speak the same operations with the same checks and the same
+errors. One service owns one memory folder (it holds the engines through an
+:class:`~synapse_integrations.pool.EnginePool` and, with it, the folder's directory lock);
+any number of clients share it.
+
+Reads of a namespace that does not exist are refused (:class:`UnknownNamespaceError`,
+a 404), so that a typo or a probing client never creates a memory; the first stored turn
+creates one.
+
+>>> from synapse_integrations.embeddings import HashingEmbedder
+>>> svc = MemoryService(None, embedder=HashingEmbedder())
+>>> svc.add_turns("u1", [{"text": "Dana studies architecture in Lisbon.", "speaker": "Sam"}])[:1]
+['ep-...']
+>>> svc.retrieve("u1", "Where does Dana study architecture?")["gate"]["decision"]
+'accepted'
+>>> svc.stats("u2")
+Traceback (most recent call last):
+...
+synapse_integrations.errors.UnknownNamespaceError: no memory named 'u2' on this server (storing a turn creates it)
+>>> svc.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import SynapseConfig
+from ..core.validation import validate_namespace
+from ..errors import (
+    InvalidInputError,
+    InvalidTypeError,
+    NodeNotFoundError,
+    SynapseError,
+    UnknownNamespaceError,
+)
+from ..pool import EnginePool
+from ..storage.lock import DirectoryLock
+from ..types import RetrievalResult
+from . import wire
+
+__all__ = ["MAX_PAGE", "MemoryService", "VectorHints", "make_embedder", "retrieval_config"]
+
+#: The most episodes one page of :meth:`MemoryService.episodes` returns.
+MAX_PAGE = 1000
+
+#: Retrieval settings a single call may override (the graph-building fields may not).
+_RETRIEVAL_FIELDS = {f.name: f for f in dataclasses.fields(SynapseConfig)
+                     if f.name not in SynapseConfig.GRAPH_FIELDS and f.name != "extra"}
+
+
+def make_embedder(name: str | None = None) -> Any:
+    """The embedder for a server or an operator command: ``"minilm"`` (the packaged
+    all-MiniLM-L6-v2, the default) or ``"hashing"`` (deterministic and model-free: for
+    tests and demos, not semantic)."""
+    from ..embeddings import HashingEmbedder, MiniLMEmbedder
+
+    if name in (None, "minilm"):
+        return MiniLMEmbedder()
+    if name == "hashing":
+        return HashingEmbedder()
+    raise InvalidInputError(f"embedder must be 'minilm' or 'hashing', got {name!r}")
+
+
+class VectorHints:
+    """An embedder that can be handed the vectors of some texts in advance.
+
+    An import with vectors (``synapse import --with-vectors`` output) stores each turn
+    with the vector it was exported with instead of embedding it again: inside
+    ``with hints.preset({text: vector})`` (per thread), :meth:`embed_documents` answers
+    those texts from the preset and embeds the others with the wrapped embedder.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.dim = getattr(inner, "dim", None)
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def preset(self, vectors: Mapping[str, Any]) -> Iterator[None]:
+        old = getattr(self._local, "preset", None)
+        self._local.preset = dict(vectors)
+        try:
+            yield
+        finally:
+            self._local.preset = old
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        preset = getattr(self._local, "preset", None)
+        texts = list(texts)
+        if not preset:
+            return self.inner.embed_documents(texts)
+        missing = [t for t in texts if t not in preset]
+        fresh = iter(np.asarray(self.inner.embed_documents(missing), dtype=np.float64)
+                     if missing else ())
+        return np.stack([np.asarray(preset[t], dtype=np.float64) if t in preset else next(fresh)
+                         for t in texts])
+
+    def embed_query(self, text: str) -> Any:
+        return self.inner.embed_query(text)
+
+
+def retrieval_config(base: SynapseConfig, overrides: Any) -> SynapseConfig:
+    """``base`` with per-call retrieval overrides (``{"entity_feedback": 1}``), each checked
+    by name and type; graph-building fields cannot be overridden per call."""
+    if overrides is None:
+        return base
+    if not isinstance(overrides, Mapping):
+        raise InvalidTypeError(f"config must be an object of retrieval settings, got {type(overrides).__name__}")
+    changes: dict[str, Any] = {}
+    for key, value in overrides.items():
+        f = _RETRIEVAL_FIELDS.get(key)
+        if f is None:
+            raise InvalidInputError(
+                f"config: {key!r} is not a retrieval setting that a call may override "
+                f"(allowed: {', '.join(sorted(_RETRIEVAL_FIELDS))})")
+        default = getattr(base, key)
+        ok = (isinstance(value, bool) if isinstance(default, bool) else
+              isinstance(value, int) and not isinstance(value, bool) if isinstance(default, int) else
+              isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value) if isinstance(default, float) else
+              isinstance(value, Mapping) if isinstance(default, dict) else
+              isinstance(value, str))
+        if not ok:
+            raise InvalidTypeError(f"config: {key} must be a {type(default).__name__}, got {value!r}")
+        changes[key] = dict(value) if isinstance(value, Mapping) else value
+    try:
+        return base.replace(**changes)
+    except (TypeError, ValueError) as exc:  # ConfigError is a ValueError and keeps its class
+        if isinstance(exc, SynapseError):
+            raise
+        raise InvalidInputError(f"config: {exc}") from None
+
+
+def _page_arg(value: Any, name: str, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < lo or (hi is not None and value > hi):
+        raise InvalidInputError(f"{name} must be in [{lo}, {hi if hi is not None else 'inf'}], got {value}")
+    return value
+
+
+class MemoryService:
+    """Every memory operation, scoped to a namespace, over one memory folder.
+
+    Args:
+        path: the memory folder (``None``: a temporary one, removed by :meth:`close`).
+        embedder: the embedder every namespace uses (default: the packaged MiniLM, loaded
+            once for all namespaces); tests pass ``HashingEmbedder()``.
+        **engine_kwargs: passed to every ``Synapse(...)`` (``config``, ``client``: a
+            Chroma server's client, ``extractor``, ``firewall``...).
+    """
+
+    def __init__(self, path: str | Path | None, *, embedder: Any = None, **engine_kwargs: Any) -> None:
+        self.embedder = VectorHints(embedder if embedder is not None else make_embedder())
+        self.pool = EnginePool(path, embedder=self.embedder, **engine_kwargs)
+        self.path = self.pool.path
+        # the folder is this server's from the start (MemoryLockedError if another process
+        # has it), not only once a namespace is opened
+        self._dirlock = DirectoryLock(self.path).acquire()
+        self.started = time.time()
+        self._lock = threading.Lock()
+        client = engine_kwargs.get("client")
+        if client is not None:  # a Chroma server holds the vectors: its collections name them
+            from ..storage.chroma import list_namespaces
+
+            self._known: set[str] = set(list_namespaces(client))
+        else:
+            self._known = set(self.pool.namespaces())
+
+    # -- namespaces ----------------------------------------------------------------------
+    def engine(self, namespace: Any, *, create: bool = False) -> Any:
+        """The engine of ``namespace`` (validated); :class:`UnknownNamespaceError` unless it
+        exists or ``create``."""
+        ns = validate_namespace(namespace)
+        with self._lock:
+            if ns not in self._known and not create:
+                raise UnknownNamespaceError(
+                    f"no memory named {ns!r} on this server (storing a turn creates it)")
+            self._known.add(ns)
+        return self.pool.get(ns)
+
+    def create(self, namespace: Any) -> bool:
+        """Make ``namespace`` an (empty) memory; False if it existed."""
+        existed = validate_namespace(namespace) in self.namespaces()
+        self.engine(namespace, create=True)
+        return not existed
+
+    def namespaces(self) -> list[str]:
+        """The namespaces of this folder."""
+        with self._lock:
+            return sorted(self._known)
+
+    def health(self) -> dict[str, Any]:
+        """Liveness: ``{"status": "ok", "version", "uptime_s", "namespaces", "open"}``."""
+        from .. import __version__
+
+        return {"status": "ok", "version": __version__,
+                "uptime_s": round(time.time() - self.started, 3),
+                "namespaces": len(self.namespaces()), "open": len(self.pool.opened())}
+
+    # -- writes --------------------------------------------------------------------------
+    def add_turns(self, namespace: Any, turns: Any) -> list[str]:
+        """Store turns (dicts with ``text`` and optional ``speaker``, ``timestamp``,
+        ``metadata``, ``id``, and ``vector``: the embedding to store instead of embedding
+        the text again); returns their ids. Creates the namespace."""
+        if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Sequence):
+            raise InvalidTypeError("turns must be a list of turns")
+        engine = self.engine(namespace, create=True)
+        clean, vectors = [], {}
+        for turn in turns:
+            if isinstance(turn, Mapping) and "vector" in turn:
+                turn = dict(turn)
+                vector = turn.pop("vector")
+                if vector is not None:
+                    vectors[turn.get("text")] = self._vector(vector, engine.config.embedding_dim)
+            clean.append(turn)
+        if not vectors:
+            return engine.add_turns(clean)
+        with self.embedder.preset(vectors):
+            return engine.add_turns(clean)
+
+    @staticmethod
+    def _vector(value: Any, dim: int) -> np.ndarray:
+        try:
+            v = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidTypeError("vector must be a list of numbers") from None
+        if v.shape != (dim,) or not np.all(np.isfinite(v)) or not np.any(v):
+            raise InvalidInputError(f"vector must be {dim} finite numbers, not all zero; got shape {v.shape}")
+        return v
+
+    def update(self, namespace: Any, node_id: Any, text: Any = None, *, metadata: Any = None,
+               speaker: Any = None, timestamp: Any = None, keep_history: Any = True) -> str:
+        """Change a stored turn (see ``Synapse.update``); returns its new id."""
+        if not isinstance(node_id, str):
+            raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
+        if not isinstance(keep_history, bool):
+            raise InvalidTypeError("keep_history must be a bool")
+        return self.engine(namespace).update(node_id, text, metadata=metadata, speaker=speaker,
+                                             timestamp=timestamp, keep_history=keep_history)
+
+    def forget(self, namespace: Any, ids: Any = None, *, speaker: Any = None, since: Any = None,
+               until: Any = None, where: Any = None, everything: Any = False) -> list[str]:
+        """Remove episodes for good (see ``Synapse.forget``); returns the removed ids."""
+        return self.engine(namespace).forget(ids, speaker=speaker, since=since, until=until,
+                                             where=where, everything=everything)
+
+    def consolidate(self, namespace: Any) -> dict[str, Any]:
+        return wire.report_to_wire(self.engine(namespace).consolidate())
+
+    def archive(self, namespace: Any, ids: Any) -> list[str]:
+        return self.engine(namespace).archive(self._ids(ids))
+
+    def restore(self, namespace: Any, ids: Any) -> list[str]:
+        """Bring archived nodes back; ids that are not archived are a NodeNotFoundError
+        (checked here: the engine's restore() fails on them with a bare ValueError)."""
+        ids = self._ids(ids)
+        engine = self.engine(namespace)
+        archived = {a["id"] for a in engine.archived()}
+        missing = [i for i in ids if i not in archived]
+        if missing:
+            raise NodeNotFoundError(f"not archived memory id(s): {missing[:5]}")
+        return engine.restore(ids) if ids else []
+
+    def archived(self, namespace: Any) -> list[dict[str, Any]]:
+        """The archived nodes (episodes and concepts)."""
+        return self.engine(namespace).archived()
+
+    @staticmethod
+    def _ids(ids: Any) -> list[str]:
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence) \
+                or not all(isinstance(i, str) for i in ids):
+            raise InvalidTypeError("ids must be a list of str")
+        return list(ids)
+
+    def save(self, namespace: Any) -> int:
+        return self.engine(namespace).save()
+
+    def verify(self, namespace: Any) -> dict[str, Any]:
+        return wire.report_to_wire(self.engine(namespace).verify())
+
+    def repair(self, namespace: Any) -> dict[str, Any]:
+        return wire.report_to_wire(self.engine(namespace).repair())
+
+    # -- reads ---------------------------------------------------------------------------
+    def retrieve_result(self, namespace: Any, query: Any, k: Any = None, *, kinds: Any = None,
+                        speakers: Any = None, since: Any = None, until: Any = None,
+                        where: Any = None, config: Any = None) -> tuple[RetrievalResult, SynapseConfig]:
+        """The engine's :class:`RetrievalResult` and the config it ran with."""
+        engine = self.engine(namespace)
+        cfg = retrieval_config(engine.config, config)
+        result = engine.retrieve(query, k, config=cfg if config is not None else None,
+                                 kinds=("episode",) if kinds is None else kinds,
+                                 speakers=speakers, since=since, until=until, where=where)
+        return result, cfg
+
+    def retrieve(self, namespace: Any, query: Any, k: Any = None, **kwargs: Any) -> dict[str, Any]:
+        """Rank memories for ``query`` with the filters (``speakers``, ``since``, ``until``,
+        ``where``) and the gate's decision and reason (see :func:`.wire.result_to_wire`)."""
+        result, cfg = self.retrieve_result(namespace, query, k, **kwargs)
+        return wire.result_to_wire(result, signal=cfg.gate_signal, gate_enabled=cfg.use_gate)
+
+    def episodes(self, namespace: Any, *, offset: Any = 0, limit: Any = 100,
+                 include_archived: Any = True) -> dict[str, Any]:
+        """One page of the episodes in ingestion order: ``{"episodes", "total", "offset",
+        "limit", "next_offset"}`` (``next_offset`` is None on the last page); archived
+        episodes carry ``"archived": true``."""
+        offset = _page_arg(offset, "offset", 0)
+        limit = _page_arg(limit, "limit", 1, MAX_PAGE)
+        if not isinstance(include_archived, bool):
+            raise InvalidTypeError("include_archived must be a bool")
+        engine = self.engine(namespace)
+        rows = engine.episodes(include_archived=include_archived)
+        archived = {a["id"] for a in engine.archived()} if include_archived else set()
+        page = [{**r, "archived": r["id"] in archived} for r in rows[offset:offset + limit]]
+        end = offset + len(page)
+        return {"episodes": page, "total": len(rows), "offset": offset, "limit": limit,
+                "next_offset": end if end < len(rows) else None}
+
+    def get(self, namespace: Any, node_id: Any, *, include_archived: Any = False) -> dict[str, Any]:
+        if not isinstance(node_id, str):
+            raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
+        if not isinstance(include_archived, bool):
+            raise InvalidTypeError("include_archived must be a bool")
+        return self.engine(namespace).get(node_id, include_archived=include_archived)
+
+    def contains(self, namespace: Any, node_id: Any) -> bool:
+        if not isinstance(node_id, str):
+            raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
+        return self.engine(namespace).contains(node_id)
+
+    def stats(self, namespace: Any) -> dict[str, int]:
+        return self.engine(namespace).stats()
+
+    def inspect(self, namespace: Any, node_id: Any = None, *, query: Any = None) -> dict[str, Any]:
+        """A namespace (``node_id`` None): its folder, stats, config and embedder; or one
+        memory: its attributes, its links in the graph (strongest first) and, with
+        ``query``, how that query ranks it (rank, score, components, path, concepts)."""
+        engine = self.engine(namespace)
+        if node_id is None:
+            return {"namespace": engine.namespace, "path": str(engine.path),
+                    "stats": engine.stats(), "config": engine.config.to_dict(),
+                    "embedder": type(self.embedder.inner).__name__}
+        node = self.get(namespace, node_id, include_archived=True)
+        links = []
+        with engine.inspect_retrieval():  # holds the memory's lock while the graph is read
+            g = engine.graph
+            if node_id in g:
+                for _, other, data in g.out_edges(node_id, data=True):
+                    links.append({"id": other, "kind": g.nodes[other].get("kind"),
+                                  "text": g.nodes[other].get("text"), "edge": data.get("kind"),
+                                  "weight": float(data.get("weight", 0.0))})
+        links.sort(key=lambda x: -x["weight"])
+        out: dict[str, Any] = {"memory": node, "archived": bool(node.get("archived", False)),
+                               "links": links[:50]}
+        if query is not None:
+            counts = engine.stats()
+            k = min(max(counts["episodes"] + counts["concepts"], 1), MAX_PAGE)
+            result, cfg = self.retrieve_result(namespace, query, k, kinds=("episode", "concept"))
+            rank = next((k for k, it in enumerate(result.items, 1) if it.id == node_id), None)
+            out["query"] = {"query": query, "rank": rank,
+                            "item": wire.item_to_wire(result.items[rank - 1]) if rank else None,
+                            "gate": wire.result_to_wire(result, signal=cfg.gate_signal,
+                                                        gate_enabled=cfg.use_gate)["gate"]}
+        return out
+
+    def export(self, namespace: Any, *, with_vectors: bool = False) -> list[dict[str, Any]]:
+        """Every episode as an export line (see :mod:`.transfer`), read under the memory's
+        lock so that the export is one consistent moment."""
+        from .transfer import export_lines
+
+        return export_lines(self.engine(namespace), with_vectors=with_vectors)
+
+    def close(self) -> None:
+        """Snapshot and close every engine; release the folder."""
+        try:
+            self.pool.close()
+        finally:
+            self._dirlock.release()
