@@ -256,8 +256,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    # bm25s sets its own logger to DEBUG at import; keep it quiet unless asked
-    logging.getLogger("bm25s").setLevel(logging.INFO if args.verbose else logging.WARNING)
     return int(args.func(args) or 0)
 
 
