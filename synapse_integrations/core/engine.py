@@ -55,7 +55,7 @@ from ..errors import (
 from ..firewall import Firewall, FirewallConfig
 from ..storage.chroma import ChromaVectors, close_client, list_namespaces, persistent_client
 from ..storage.journal import ForgetJournal
-from ..storage.lock import DirectoryLock
+from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
 from ..types import ConsistencyReport, ConsolidationReport, RetrievalResult
 from . import consistency, forgetting
@@ -68,6 +68,8 @@ from .retrieval import DEFAULT_KINDS, KINDS, Retriever, RetrievalSteps
 from .state import MemoryState
 from .validation import (
     MAX_TEXT_CHARS,
+    WRITE_CHUNK,
+    check_query,
     namespace_dirname,
     stored_config,
     to_epoch,
@@ -152,8 +154,12 @@ class Synapse:
         self._owns_client = client is None  # an embedded client we made is closed by close()
         self._client: Any = None
         self._state: MemoryState | None = None
+        self._writers: dict[int, int] = {}  # threads inside add_turns (released between chunks)
+        self._idle = threading.Condition(self._lock)
+        self._claim = NamespaceClaim(self.path, self.namespace)
         self._dirlock = DirectoryLock(self.path).acquire()  # MemoryLockedError in a 2nd process
         try:
+            self._claim.acquire(self)  # MemoryLockedError for a 2nd live engine in this process
             self._open(config, embedder, client, extractor, create)
         except BaseException:
             self._closed = True
@@ -190,14 +196,16 @@ class Synapse:
         self._retriever = Retriever(state)
         if loaded is not None:
             state.load_snapshot(loaded[1])
+        state.read_tombstones()  # forgotten ids: authoritative for every open and engine
         journal = self._journal.read()
         if journal is not None:  # a forget() was interrupted: finish it before anything else
             logger.warning("finishing an interrupted forget() of %d id(s)", len(journal))
+            state.record_tombstones([i for i in journal if i not in state.tombstones])
             self._remove(journal)
-        self.load_report, attached = consistency.repair(state, self._embedder, loading=True)
+        self.load_report, attached, dropped = consistency.repair(state, self._embedder, loading=True)
         self._ingestor.retries.recovered.update(attached)
-        if journal is not None:
-            self._finish_forget(journal)
+        if journal is not None or dropped:
+            self._finish_forget(list(journal or []) + dropped)
         vectors.clear_index_slack()  # Chroma may have just rewritten its HNSW files
 
     @classmethod
@@ -221,6 +229,7 @@ class Synapse:
         """Save (for a persistent memory) and release the directory lock; a throwaway
         memory is deleted."""
         with self._lock:
+            self._wait_for_writers()
             if self._closed:
                 return
             try:
@@ -236,6 +245,7 @@ class Synapse:
         """Erase this namespace for good: both Chroma collections, every snapshot, the
         namespace's folder; then close. Other namespaces under the same path stay."""
         with self._lock:
+            self._wait_for_writers()
             state = self._open_state()
             state.vectors.drop()
             self._snapshots.delete_all()
@@ -254,7 +264,43 @@ class Synapse:
                 if self._state is not None:
                     self._state.vectors.clear_index_slack()  # at rest, no stale heap bytes on disk
         finally:
+            self._claim.release()
             self._dirlock.release()
+
+    def _wait_for_writers(self) -> None:
+        """(lock held) Let an ``add_turns`` of another thread finish its batch: it releases
+        the lock between chunks, and a close in between would cut it."""
+        me = threading.get_ident()
+        while any(t != me for t in self._writers):
+            self._idle.wait()
+
+    def _sync(self, *, best_effort: bool = False) -> None:
+        """(lock held) Another engine on the same Chroma (another process on a server)
+        may have forgotten something this one still holds: drop it here too, and from this
+        engine's snapshots. Only for a client this engine did not make; reads do it
+        ``best_effort`` (a server that is down does not stop them)."""
+        if self._owns_client or self._state is None:
+            return
+        state = self._state
+        try:
+            if not state.read_tombstones(if_changed=True):
+                return
+        except StorageError:
+            if best_effort:
+                return
+            raise
+        dead = state.dead_nodes()
+        if dead:
+            logger.warning("dropping %d node(s) forgotten by another engine", len(dead))
+            self._journal.write(dead)
+            self._remove(dead)
+            state.refresh_pagerank()
+            self._finish_forget(dead)
+
+    @property
+    def closed(self) -> bool:
+        """The memory was closed (or dropped)."""
+        return self._closed
 
     def __enter__(self) -> Synapse:
         return self
@@ -298,17 +344,58 @@ class Synapse:
                                 "metadata": metadata, "id": id}])[0]
 
     def add_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
-        """Record many turns at once (embedded in one batch). Each turn is a string or a
-        mapping with ``text`` and optional ``speaker``, ``timestamp``, ``metadata``, ``id``."""
+        """Record many turns at once. Each turn is a string or a mapping with ``text`` and
+        optional ``speaker``, ``timestamp``, ``metadata``, ``id``. The batch is validated
+        and embedded as a whole (a refused batch stores nothing), then written in chunks
+        of ``WRITE_CHUNK`` turns, the lock released between chunks so that readers are
+        not held up by a large import (at most ``MAX_BATCH_TURNS`` per call)."""
+        return self._add_turns(turns, None)
+
+    def _add_turns(self, turns: Iterable[str | Mapping[str, Any]],
+                   cancel: threading.Event | None) -> list[str]:
         self._open_state()
         rows = self._ingestor.prepare(turns)  # pure: no lock needed
         if not rows:
             return []
         # embedded before taking the lock, so that the model does not hold up other
         # writers and readers (the lock guards the stores, not the embedder)
-        embs = self._embedder.embed_documents([r["text"] for r in rows])
+        embs = np.concatenate([self._embedder.embed_documents([r["text"] for r in rows[k:k + 1024]])
+                               for k in range(0, len(rows), 1024)])
+        me = threading.get_ident()
+        ids: list[str] = []
         with self._lock:
+            self._writers[me] = self._writers.get(me, 0) + 1
+        try:
+            for k in range(0, len(rows), WRITE_CHUNK):
+                chunk = rows[k:k + WRITE_CHUNK]
+                try:
+                    got = self._write_chunk(chunk, embs[k:k + WRITE_CHUNK], cancel)
+                except BaseException:
+                    # what earlier chunks stored is recognised if the caller retries the batch
+                    self._ingestor.retries.landed(rows[:k])
+                    raise
+                if got is None:  # cancelled: the rest is not written
+                    self._ingestor.retries.landed(rows[:k])
+                    return ids
+                ids += got
+            if cancel is not None:  # acknowledged by the async caller when it gets them
+                self._ingestor.retries.landed(rows)
+            return ids
+        finally:
+            with self._lock:
+                self._writers[me] -= 1
+                if not self._writers[me]:
+                    del self._writers[me]
+                self._idle.notify_all()
+
+    def _write_chunk(self, rows: list[dict[str, Any]], embs: np.ndarray,
+                     cancel: threading.Event | None) -> list[str] | None:
+        """One hold of the lock: store ``rows`` and consolidate (None when cancelled)."""
+        with self._lock:
+            if cancel is not None and cancel.is_set():
+                return None
             state = self._open_state()
+            self._sync()
             if state.needs_repair:  # an earlier storage error left the stores out of step
                 self.repair()
             ids, failed = self._ingestor.write(rows, embs)
@@ -390,10 +477,7 @@ class Synapse:
         >>> mem.retrieve("What did I say about skiing?", speakers="user",
         ...              since="2024-01-01", where={"channel": "mobile"})   # doctest: +SKIP
         """
-        if not isinstance(query, str):
-            raise InvalidTypeError(f"query must be a str, got {type(query).__name__}")
-        if not query.strip():
-            raise InvalidInputError("query must not be empty or whitespace")
+        check_query(query)
         if k is None:
             k = (config or self.config).top_k
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -427,6 +511,7 @@ class Synapse:
         kinds, flt = _scope or _scope_of(kinds, speakers, since, until, where)
         with self._lock:
             state = self._open_state()
+            self._sync(best_effort=True)
             dim = state.graph.dim
             qv = np.asarray(q, dtype=np.float32)
             if len(state.graph) and (qv.shape != (dim,) or not np.all(np.isfinite(qv))):
@@ -487,16 +572,23 @@ class Synapse:
             if not doomed:
                 return []
             self._journal.write(doomed)  # write-ahead: a crash is finished on the next open
+            state.record_tombstones(doomed)  # every engine and every open will know
             removed = self._remove(doomed)
             state.refresh_pagerank()
             self._finish_forget(doomed)
             return removed
 
     def _remove(self, ids: list[str]) -> list[str]:
-        """Remove ``ids`` from every store and from the ledgers that name them."""
-        removed = self._open_state().remove(ids)
+        """Remove ``ids`` from every store, from the ledgers that name them, and their
+        texts and concept names from the concept-name cache."""
+        state = self._open_state()
+        texts = [state.any_node(i).get("text", "") for i in ids if state.knows(i)]
+        names = [a for i in ids if state.knows(i) for a in state.any_node(i).get("aliases", ())]
+        removed = state.remove(ids)
         self._consolidator.dormancy.discard(ids)
         self._ingestor.retries.discard(ids)
+        self._consolidator.names.discard(names)
+        self._consolidator.names.discard_mentioned(texts)
         return removed
 
     def _finish_forget(self, ids: list[str]) -> None:
@@ -536,8 +628,11 @@ class Synapse:
         graph (the snapshot) is the record, Chroma's episodes are never dropped."""
         with self._lock:
             state = self._open_state()
-            fixed, attached = consistency.repair(state, self._embedder)
+            self._sync()
+            fixed, attached, dropped = consistency.repair(state, self._embedder)
             self._ingestor.retries.recovered.update(attached)
+            if dropped:
+                self._finish_forget(dropped)
             after = consistency.verify(state)
             state.needs_repair = not after.ok
             return ConsistencyReport(
@@ -604,13 +699,25 @@ class Synapse:
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
 
-    async def aadd_turn(self, text: str, **kwargs: Any) -> str:
-        """Async twin of :meth:`add_turn`."""
-        return await self._run(self.add_turn, text, **kwargs)
+    async def aadd_turn(self, text: str, *, speaker: str | None = None,
+                        timestamp: datetime | float | str | None = None,
+                        metadata: Mapping[str, Any] | None = None, id: str | None = None) -> str:
+        """Async twin of :meth:`add_turn` (cancellation: see :meth:`aadd_turns`)."""
+        return (await self.aadd_turns([{"text": text, "speaker": speaker, "timestamp": timestamp,
+                                        "metadata": metadata, "id": id}]))[0]
 
     async def aadd_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
-        """Async twin of :meth:`add_turns`."""
-        return await self._run(self.add_turns, list(turns))
+        """Async twin of :meth:`add_turns`. Cancelling it (``asyncio.wait_for`` timing
+        out) stops it before its next write; a write already under way lands, and a
+        retry of the same turns then returns their ids instead of storing them twice."""
+        cancel = threading.Event()
+        try:
+            ids = await asyncio.to_thread(self._add_turns, list(turns), cancel)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+        self._ingestor.retries.acknowledge(ids)
+        return ids
 
     async def aconsolidate(self) -> ConsolidationReport:
         """Async twin of :meth:`consolidate`."""

@@ -264,11 +264,109 @@ class VectorCollection:
             raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
         return out
 
+    def generations(self, ids: Sequence[str]) -> dict[str, int]:
+        """``{id: generation}`` of the stored ``ids`` (those that exist; 0 when a row has
+        none: written before generations, or never forgotten)."""
+        out: dict[str, int] = {}
+        try:
+            for s in range(0, len(ids), _PAGE):
+                got = self._col.get(ids=list(ids[s:s + _PAGE]), include=["metadatas"])
+                for i, meta in zip(got["ids"], got["metadatas"] or [None] * len(got["ids"])):
+                    gen = (meta or {}).get("gen", 0)
+                    out[i] = gen if isinstance(gen, int) and not isinstance(gen, bool) else 0
+        except Exception as exc:
+            raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
+        return out
+
     def count(self) -> int:
         try:
             return int(self._col.count())
         except Exception as exc:
             raise StorageError(f"Chroma count on {self.name} failed: {exc}") from exc
+
+
+class Tombstones:
+    """The record of one namespace's forgotten ids, kept in Chroma beside its collections
+    so that every engine on the same Chroma (other processes on a server included) and
+    every later open sees it. Ids only, never text: a record ``"<gen>:<id>"`` says that
+    versions of ``id`` older than generation ``gen`` were forgotten. Records are only
+    ever added (a forget of an id written again adds a newer one), so their count tells
+    whether anything changed. The collection is created at the first forget."""
+
+    def __init__(self, client: Any, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.name = collection_name(namespace, "forgotten")
+        self._col: Any = None
+
+    def _collection(self, *, create: bool = False) -> Any:
+        if self._col is not None:
+            return self._col
+        try:
+            if create:
+                self._col = self.client.get_or_create_collection(
+                    self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"namespace": self.namespace, "role": "forgotten",
+                              "library": "synapse-integrations"})
+            else:
+                self._col = self.client.get_collection(self.name, embedding_function=None)
+        except Exception as exc:
+            if not create and _missing(exc):
+                return None
+            raise StorageError(f"cannot open Chroma collection {self.name}: {exc}") from exc
+        return self._col
+
+    @property
+    def id(self) -> str | None:
+        col = self._collection()
+        return None if col is None else str(col.id)
+
+    def count(self) -> int:
+        """How many records there are (0 before the first forget)."""
+        col = self._collection()
+        try:
+            return 0 if col is None else int(col.count())
+        except Exception as exc:
+            raise StorageError(f"Chroma count on {self.name} failed: {exc}") from exc
+
+    def read(self) -> tuple[dict[str, int], int]:
+        """``({id: newest forgotten generation}, number of records)``."""
+        col = self._collection()
+        out: dict[str, int] = {}
+        n = 0
+        if col is None:
+            return out, 0
+        try:
+            offset = 0
+            while True:
+                page = col.get(include=[], limit=_PAGE, offset=offset)
+                if not page["ids"]:
+                    break
+                for rid in page["ids"]:
+                    gen, _, node_id = rid.partition(":")
+                    if gen.isdigit() and node_id:
+                        out[node_id] = max(out.get(node_id, 0), int(gen))
+                n += len(page["ids"])
+                offset += len(page["ids"])
+        except Exception as exc:
+            raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
+        return out, n
+
+    def add(self, marks: Mapping[str, int]) -> None:
+        """Record that versions of each id older than its generation are forgotten."""
+        col = self._collection(create=True)
+        rids = [f"{gen}:{i}" for i, gen in marks.items()]
+        try:
+            for s in range(0, len(rids), _PAGE):
+                chunk = rids[s:s + _PAGE]
+                col.upsert(ids=chunk, embeddings=np.ones((len(chunk), 1), dtype=np.float32))
+        except Exception as exc:
+            raise StorageError(f"Chroma upsert into {self.name} failed: {exc}") from exc
+
+
+def _missing(exc: Exception) -> bool:
+    text = f"{type(exc).__name__} {exc}".lower()
+    return "notfound" in text or "does not exist" in text or "not found" in text
 
 
 class ChromaVectors:
@@ -284,6 +382,7 @@ class ChromaVectors:
         self.sqlite_path = Path(sqlite_path) if sqlite_path is not None else None
         self.active = VectorCollection(client, collection_name(namespace, "active"), namespace, "active")
         self.archive = VectorCollection(client, collection_name(namespace, "archive"), namespace, "archive")
+        self.forgotten = Tombstones(client, namespace)
 
     def scrub(self, ids: Sequence[str]) -> bool:
         """Erase the text of deleted ``ids`` from the embedded Chroma's files.
