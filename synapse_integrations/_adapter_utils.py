@@ -94,6 +94,9 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
         "components": {key: d[key] for key in
                        ("similarity", "activation", "pagerank", "bm25_rank", "dense_rank")},
         "path": d["path"],
+        "concepts": d["concepts"],
+        "superseded_by": d["superseded_by"],
+        "supersedes": d["supersedes"],
         "metadata": d["metadata"],
     }
 

@@ -85,6 +85,10 @@ class RetrievedItem:
     # names of the concepts linked to this episode that the query activated, strongest
     # first: what led to it
     concepts: tuple[str, ...] = ()
+    # its history: the newer version that replaced it (and when), or the older one it replaced
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    supersedes: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (timestamps as ISO 8601)."""
@@ -103,6 +107,9 @@ class RetrievedItem:
             "metadata": dict(self.metadata),
             "path": list(self.path),
             "concepts": list(self.concepts),
+            "superseded_by": self.superseded_by,
+            "superseded_at": self.superseded_at.isoformat() if self.superseded_at else None,
+            "supersedes": self.supersedes,
         }
 
 
@@ -241,6 +248,10 @@ class MemoryEngine(Protocol):
     def get(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]: ...
 
     def stats(self) -> dict[str, int]: ...
+
+    def update(self, node_id: str, text: str | None = None, **kwargs: Any) -> str: ...
+
+    async def aupdate(self, node_id: str, text: str | None = None, **kwargs: Any) -> str: ...
 
     def save(self) -> int: ...
 

@@ -186,6 +186,7 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical)
+    score = _rank_versions(view, cand, score, cfg.superseded_weight)
     if scope.returnable is None:
         order = scoring.top_k(score, min(k, cand.size))
     else:
@@ -193,6 +194,36 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
     return Pass(cand, order, score, sim, activation, pr, lexical, parents,
                 anchors.dense_rank, anchors.bm25_rank, activated)
+
+
+def _superseded(view: Compiled) -> dict[int, int]:
+    """Position of each superseded episode -> position of its replacement (-1 when the
+    replacement is not active)."""
+    out = {}
+    for i, new in enumerate(view.node_values("superseded_by")):
+        if new is not None:
+            out[i] = view.index.get(new, -1)
+    return out
+
+
+def _rank_versions(view: Compiled, cand: np.ndarray, score: np.ndarray,
+                   weight: float) -> np.ndarray:
+    """Superseded episodes score ``weight`` times their score, and below their
+    replacement when both are candidates."""
+    versions = view.derived("superseded", _superseded)
+    if not versions:
+        return score
+    score = score.copy()
+    pos = {int(c): j for j, c in enumerate(cand)}
+    for j, c in enumerate(cand.tolist()):
+        new = versions.get(c)
+        if new is None:
+            continue
+        score[j] *= weight
+        k = pos.get(new)
+        if k is not None and score[j] >= score[k]:
+            score[j] = np.nextafter(score[k], -np.inf)
+    return score
 
 
 def feedback_entities(state: MemoryState, view: Compiled, run: Pass, top_r: int,
@@ -292,6 +323,9 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
         else {"type": d.get("ctype"), "mentions": d.get("mentions"), "aliases": list(d.get("aliases", []))},
         path=tuple(path),
         concepts=_led_by(view, idx, activation),
+        superseded_by=d.get("superseded_by"),
+        superseded_at=from_epoch(d.get("superseded_at")),
+        supersedes=d.get("supersedes"),
     )
 
 
