@@ -68,6 +68,7 @@ from .ingestion import Ingestor
 from .filters import Filter
 from .retrieval import DEFAULT_KINDS, KINDS, Retriever, RetrievalSteps
 from .state import MemoryState
+from .twins import AsyncTwins
 from .validation import (
     MAX_TEXT_CHARS,
     WRITE_CHUNK,
@@ -98,7 +99,7 @@ def _scope_of(kinds: Sequence[str], speakers: Any, since: Any, until: Any,
     return kinds, Filter.build(speakers=speakers, since=since, until=until, where=where)
 
 
-class Synapse:
+class Synapse(AsyncTwins):
     """SYNAPSE memory for one namespace (a user, a thread...).
 
     Args:
@@ -196,6 +197,8 @@ class Synapse:
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
         self._ingestor = Ingestor(state, self._consolidator, self._firewall)
         self._retriever = Retriever(state)
+        self._eraser = forgetting.Eraser(state, self._snapshots, self._journal, self._consolidator,
+                                         self._ingestor.retries, save=self.save)
         if loaded is not None:
             state.load_snapshot(loaded[1])
         state.read_tombstones()  # forgotten ids: authoritative for every open and engine
@@ -203,11 +206,11 @@ class Synapse:
         if journal is not None:  # a forget() was interrupted: finish it before anything else
             logger.warning("finishing an interrupted forget() of %d id(s)", len(journal))
             state.record_tombstones([i for i in journal if i not in state.tombstones])
-            self._remove(journal)
+            self._eraser.remove(journal)
         self.load_report, attached, dropped = consistency.repair(state, self._embedder, loading=True)
         self._ingestor.retries.recovered.update(attached)
         if journal is not None or dropped:
-            self._finish_forget(list(journal or []) + dropped)
+            self._eraser.finish(list(journal or []) + dropped)
         vectors.clear_index_slack()  # Chroma may have just rewritten its HNSW files
 
     @classmethod
@@ -275,29 +278,6 @@ class Synapse:
         me = threading.get_ident()
         while any(t != me for t in self._writers):
             self._idle.wait()
-
-    def _sync(self, *, best_effort: bool = False) -> None:
-        """(lock held) Another engine on the same Chroma (another process on a server)
-        may have forgotten something this one still holds: drop it here too, and from this
-        engine's snapshots. Only for a client this engine did not make; reads do it
-        ``best_effort`` (a server that is down does not stop them)."""
-        if self._owns_client or self._state is None:
-            return
-        state = self._state
-        try:
-            if not state.read_tombstones(if_changed=True):
-                return
-        except StorageError:
-            if best_effort:
-                return
-            raise
-        dead = state.dead_nodes()
-        if dead:
-            logger.warning("dropping %d node(s) forgotten by another engine", len(dead))
-            self._journal.write(dead)
-            self._remove(dead)
-            state.refresh_pagerank()
-            self._finish_forget(dead)
 
     @property
     def closed(self) -> bool:
@@ -597,53 +577,28 @@ class Synapse:
         everything: bool = False,
     ) -> list[str]:
         """Remove episodes for good: by ids, speaker, event-time range [since, until),
-        metadata equality filter, or ``everything=True``. Criteria combine with AND.
-        Concepts left with no episode are removed too, and so are concepts whose name or an
-        alias occurs in the forgotten text but in none of their remaining episodes (a concept
-        must not keep a forgotten word alive). Older snapshots are deleted so the
-        forgotten text does not survive in them, and (embedded Chroma) the text is scrubbed
-        from Chroma's log and free pages. Crash-safe: an interrupted forget is finished on
-        the next open. Returns the removed ids (see docs/safety.md)."""
+        a metadata filter in the language of :meth:`retrieve` (``where={}`` is refused), or
+        ``everything=True``. Criteria combine with AND. Concepts go too when only
+        forgotten turns justify their name (whatever the extractor called them; their
+        attributes and relations likewise). The ids are recorded as forgotten for every
+        engine and every later open, older snapshots are deleted and (embedded Chroma) the
+        text is scrubbed from Chroma's files. Crash-safe: an interrupted forget is
+        finished on the next open. Returns the removed ids (see docs/safety.md)."""
         with self._lock:
             state = self._open_state()
+            self._sync()
             doomed = forgetting.select(state, ids, speaker=speaker, since=since, until=until,
                                        where=where, everything=everything)
-            if not doomed:
-                return []
-            self._journal.write(doomed)  # write-ahead: a crash is finished on the next open
-            state.record_tombstones(doomed)  # every engine and every open will know
-            removed = self._remove(doomed)
-            state.refresh_pagerank()
-            self._finish_forget(doomed)
-            return removed
+            return self._eraser.erase(doomed) if doomed else []
 
-    def _remove(self, ids: list[str]) -> list[str]:
-        """Remove ``ids`` from every store, from the ledgers that name them, and their
-        texts and concept names from the concept-name cache."""
-        state = self._open_state()
-        texts = [state.any_node(i).get("text", "") for i in ids if state.knows(i)]
-        names = [a for i in ids if state.knows(i) for a in state.any_node(i).get("aliases", ())]
-        removed = state.remove(ids)
-        self._consolidator.dormancy.discard(ids)
-        self._ingestor.retries.discard(ids)
-        self._consolidator.names.discard(names)
-        self._consolidator.names.discard_mentioned(texts)
-        return removed
+    def _sync(self, *, best_effort: bool = False) -> None:
+        """(lock held) Drop what another engine on the same Chroma forgot (only for a
+        client this engine did not make: see :meth:`forgetting.Eraser.sync`)."""
+        if not self._owns_client and self._state is not None:
+            self._eraser.sync(best_effort=best_effort)
 
-    def _finish_forget(self, ids: list[str]) -> None:
-        """After a forget: a fresh snapshot, every older version and temp folder deleted,
-        deleted text scrubbed from Chroma's files, then the journal removed."""
-        version = self.save()
-        for v in self._snapshots.versions():
-            if v != version:
-                try:
-                    self._snapshots.delete(v)
-                except OSError as exc:
-                    raise StorageError(f"could not delete old snapshot v{v:06d} holding forgotten "
-                                       f"text: {exc}") from exc
-        self._snapshots.clean_leftovers()
-        self._open_state().vectors.scrub(ids)
-        self._journal.clear()
+    def _acknowledge(self, ids: list[str]) -> None:
+        self._ingestor.retries.acknowledge(ids)
 
     # ------------------------------------------------------------------------------------
     # consistency
@@ -671,7 +626,7 @@ class Synapse:
             fixed, attached, dropped = consistency.repair(state, self._embedder)
             self._ingestor.retries.recovered.update(attached)
             if dropped:
-                self._finish_forget(dropped)
+                self._eraser.finish(dropped)
             after = consistency.verify(state)
             state.needs_repair = not after.ok
             return ConsistencyReport(
@@ -731,77 +686,3 @@ class Synapse:
             return list_namespaces(client)
         finally:
             close_client(client)
-
-    # ------------------------------------------------------------------------------------
-    # async twins (same code, run in a worker thread; the lock serialises mutation)
-    # ------------------------------------------------------------------------------------
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
-
-    async def aadd_turn(self, text: str, *, speaker: str | None = None,
-                        timestamp: datetime | float | str | None = None,
-                        metadata: Mapping[str, Any] | None = None, id: str | None = None) -> str:
-        """Async twin of :meth:`add_turn` (cancellation: see :meth:`aadd_turns`)."""
-        return (await self.aadd_turns([{"text": text, "speaker": speaker, "timestamp": timestamp,
-                                        "metadata": metadata, "id": id}]))[0]
-
-    async def aadd_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
-        """Async twin of :meth:`add_turns`. Cancelling it (``asyncio.wait_for`` timing
-        out) stops it before its next write; a write already under way lands, and a
-        retry of the same turns then returns their ids instead of storing them twice."""
-        cancel = threading.Event()
-        try:
-            ids = await asyncio.to_thread(self._add_turns, list(turns), cancel)
-        except asyncio.CancelledError:
-            cancel.set()
-            raise
-        self._ingestor.retries.acknowledge(ids)
-        return ids
-
-    async def aupdate(self, node_id: str, text: str | None = None, **kwargs: Any) -> str:
-        """Async twin of :meth:`update`."""
-        return await self._run(self.update, node_id, text, **kwargs)
-
-    async def aconsolidate(self) -> ConsolidationReport:
-        """Async twin of :meth:`consolidate`."""
-        return await self._run(self.consolidate)
-
-    async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult:
-        """Async twin of :meth:`retrieve` (same keyword arguments)."""
-        return await self._run(self.retrieve, query, k, **kwargs)
-
-    async def aforget(self, ids: Sequence[str] | None = None, **kwargs: Any) -> list[str]:
-        """Async twin of :meth:`forget`."""
-        return await self._run(self.forget, ids, **kwargs)
-
-    async def aarchive(self, ids: Sequence[str]) -> list[str]:
-        """Async twin of :meth:`archive`."""
-        return await self._run(self.archive, ids)
-
-    async def arestore(self, ids: Sequence[str]) -> list[str]:
-        """Async twin of :meth:`restore`."""
-        return await self._run(self.restore, ids)
-
-    async def aget(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]:
-        """Async twin of :meth:`get`."""
-        return await self._run(self.get, node_id, include_archived=include_archived)
-
-    async def aepisodes(self, *, include_archived: bool = True) -> list[dict[str, Any]]:
-        """Async twin of :meth:`episodes`."""
-        return await self._run(self.episodes, include_archived=include_archived)
-
-    async def averify(self) -> ConsistencyReport:
-        """Async twin of :meth:`verify`."""
-        return await self._run(self.verify)
-
-    async def arepair(self) -> ConsistencyReport:
-        """Async twin of :meth:`repair`."""
-        return await self._run(self.repair)
-
-    async def asave(self) -> int:
-        """Async twin of :meth:`save`."""
-        return await self._run(self.save)
-
-    async def aclose(self) -> None:
-        """Async twin of :meth:`close`."""
-        await self._run(self.close)

@@ -15,22 +15,32 @@ Concepts written before provenance was recorded fall back to the older rule: eve
 linked episode goes, or a name, alias or string attribute occurs in forgotten text but
 in none of the episodes it keeps. Archived nodes count like active ones.
 
-The erasure itself (journal, tombstones, stores, snapshots, Chroma's files) is run by the
-engine: see :meth:`synapse_integrations.Synapse.forget` and docs/safety.md.
+:class:`Eraser` runs the erasure itself, in this order: the ids go to the forget journal
+(a crash is finished on the next open), then to the record of forgotten ids
+(tombstones, in Chroma: every engine and every later open honours them), then out of
+every store and cache, then a fresh snapshot replaces every older one and Chroma's files
+are scrubbed, then the journal is cleared. See docs/safety.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..errors import InvalidInputError, InvalidTypeError
+from ..errors import InvalidInputError, InvalidTypeError, StorageError
+from ..storage.journal import ForgetJournal
+from ..storage.snapshots import SnapshotStore
 from . import provenance
+from .consolidation import Consolidator
 from .filters import Filter
+from .ingestion import RetryLedger
 from .state import MemoryState
 
-__all__ = ["select"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["Eraser", "select"]
 
 
 def select(
@@ -145,3 +155,76 @@ def _orphaned_concepts(state: MemoryState, doomed: set[str]) -> list[str]:
                 rec["node"], lambda rec=rec, n=n: {u if v == n else v for u, v, _ in rec["edges"]}):
             out.append(n)
     return out
+
+
+class Eraser:
+    """Runs erasures on one memory (see the module docstring); the engine holds its lock."""
+
+    def __init__(self, state: MemoryState, snapshots: SnapshotStore, journal: ForgetJournal,
+                 consolidator: Consolidator, retries: RetryLedger, *,
+                 save: Callable[[], int]) -> None:
+        self.state = state
+        self.snapshots = snapshots
+        self.journal = journal
+        self.consolidator = consolidator
+        self.retries = retries
+        self.save = save
+
+    def erase(self, doomed: list[str]) -> list[str]:
+        """Forget ``doomed`` for good; returns the ids that existed."""
+        self.journal.write(doomed)  # write-ahead: a crash is finished on the next open
+        self.state.record_tombstones(doomed)  # every engine and every open will know
+        removed = self.remove(doomed)
+        self.state.refresh_pagerank()
+        self.finish(doomed)
+        return removed
+
+    def remove(self, ids: list[str]) -> list[str]:
+        """``ids`` out of every store and every ledger, their texts and concept names out
+        of the concept-name cache."""
+        state = self.state
+        known = [state.any_node(i) for i in ids if state.knows(i)]
+        texts = [d.get("text", "") for d in known]
+        names = [a for d in known for a in d.get("aliases", ())]
+        removed = state.remove(ids)
+        self.consolidator.dormancy.discard(ids)
+        self.retries.discard(ids)
+        self.consolidator.names.discard(names)
+        self.consolidator.names.discard_mentioned(texts)
+        return removed
+
+    def finish(self, ids: list[str]) -> None:
+        """A fresh snapshot, every older version and temp folder deleted, deleted text
+        scrubbed from Chroma's files, then the journal removed."""
+        version = self.save()
+        for v in self.snapshots.versions():
+            if v != version:
+                try:
+                    self.snapshots.delete(v)
+                except OSError as exc:
+                    raise StorageError(f"could not delete old snapshot v{v:06d} holding forgotten "
+                                       f"text: {exc}") from exc
+        self.snapshots.clean_leftovers()
+        self.state.vectors.scrub(ids)
+        self.journal.clear()
+
+    def sync(self, *, best_effort: bool = False) -> None:
+        """Another engine on the same Chroma (another process on a server) may have
+        forgotten something this one still holds: drop it here too, and from this
+        engine's snapshots. Reads pass ``best_effort`` (a server that is down does not
+        stop them; they are served from memory)."""
+        state = self.state
+        try:
+            if not state.read_tombstones(if_changed=True):
+                return
+        except StorageError:
+            if best_effort:
+                return
+            raise
+        dead = state.dead_nodes()
+        if dead:
+            logger.warning("dropping %d node(s) forgotten by another engine", len(dead))
+            self.journal.write(dead)
+            self.remove(dead)
+            state.refresh_pagerank()
+            self.finish(dead)
