@@ -247,16 +247,22 @@ class Synapse(AsyncTwins):
                     shutil.rmtree(self.path, ignore_errors=True)
 
     def drop(self) -> None:
-        """Erase this namespace for good: both Chroma collections, every snapshot, the
-        namespace's folder; then close. Other namespaces under the same path stay."""
+        """Erase this namespace for good: its Chroma collections with their rows and index
+        folders (embedded Chroma: the database is vacuumed, so no deleted row stays in
+        its free pages), every snapshot, the namespace's folder; then close. Other
+        namespaces under the same path stay."""
         with self._lock:
             self._wait_for_writers()
             state = self._open_state()
+            state.vectors.forgotten.count()  # look it up: another engine may have created it
+            folders = state.vectors.segment_folders()
             state.vectors.drop()
             self._snapshots.delete_all()
             shutil.rmtree(self._ns_dir, ignore_errors=True)
             self._closed = True
             self._release()
+            for folder in folders:  # in case closing the client wrote them back
+                shutil.rmtree(folder, ignore_errors=True)
             if self._owns_path:
                 shutil.rmtree(self.path, ignore_errors=True)
 

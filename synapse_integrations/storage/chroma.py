@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -318,8 +320,9 @@ class Tombstones:
 
     @property
     def id(self) -> str | None:
-        col = self._collection()
-        return None if col is None else str(col.id)
+        """Chroma's id of the collection if this object has seen it exist (no round trip:
+        also asked after the client is closed)."""
+        return None if self._col is None else str(self._col.id)
 
     def count(self) -> int:
         """How many records there are (0 before the first forget)."""
@@ -384,76 +387,174 @@ class ChromaVectors:
         self.archive = VectorCollection(client, collection_name(namespace, "archive"), namespace, "archive")
         self.forgotten = Tombstones(client, namespace)
 
-    def scrub(self, ids: Sequence[str]) -> bool:
-        """Erase the text of deleted ``ids`` from the embedded Chroma's files.
-
-        Chroma deletes a record by appending a delete to its write-ahead log
-        (``embeddings_queue``); the add record before it keeps the document and metadata,
-        and SQLite keeps deleted rows in free pages. This blanks the metadata of the log
-        records of ``ids`` (the vectors stay, so a replay of the log still adds-then-deletes
-        them), optimises the full-text index and VACUUMs the database. Only for an embedded
-        Chroma; returns False when there is nothing to do or no file to scrub.
-        """
+    def _files(self) -> ChromaFiles | None:
         if self.sqlite_path is None or not self.sqlite_path.is_file():
-            return False
-        import sqlite3
+            return None
+        return ChromaFiles(self.sqlite_path)
 
-        topics = [f"%{col.id}" for col in (self.active, self.archive)]
-        try:
-            con = sqlite3.connect(str(self.sqlite_path), timeout=30, isolation_level=None)
-            try:
-                con.execute("PRAGMA busy_timeout = 30000")
-                ids = list(ids)
-                for s in range(0, len(ids), 500):
-                    chunk = ids[s:s + 500]
-                    marks = ",".join("?" * len(chunk))
-                    for topic in topics:
-                        con.execute(
-                            f"UPDATE embeddings_queue SET metadata = NULL "
-                            f"WHERE topic LIKE ? AND id IN ({marks})", [topic, *chunk])
-                tables = {r[0] for r in con.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if "embedding_fulltext_search" in tables:
-                    con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
-                                "VALUES('optimize')")
-                con.execute("VACUUM")
-                # in WAL mode, old page images (with the text) live on in the -wal file
-                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finally:
-                con.close()
-        except sqlite3.Error as exc:
-            raise StorageError(f"could not scrub deleted text from {self.sqlite_path}: {exc}") from exc
+    def _collection_ids(self) -> list[str]:
+        ids = [self.active.id, self.archive.id]
+        forgotten = self.forgotten.id
+        return ids + ([forgotten] if forgotten else [])
+
+    def scrub(self, ids: Sequence[str]) -> bool:
+        """Erase the text of deleted ``ids`` from the embedded Chroma's files (see
+        :meth:`ChromaFiles.scrub`); then zero the index files' unused space. Only for an
+        embedded Chroma; returns False when there is no file to scrub or Chroma's schema
+        is not one this version knows (logged: the text may then stay in Chroma's log)."""
+        files = self._files()
+        if files is None:
+            return False
+        done = files.scrub(ids, [self.active.id, self.archive.id])
         self.clear_index_slack()
-        return True
+        return done
+
+    def segment_folders(self) -> list[Path]:
+        """The HNSW folders of this namespace's collections (embedded Chroma only)."""
+        files = self._files()
+        return [] if files is None else files.vector_segments(self._collection_ids())
 
     def clear_index_slack(self) -> int:
         """Zero the unused space of this namespace's persisted HNSW files (see
         :func:`zero_hnsw_slack`); embedded Chroma only. Returns the bytes zeroed."""
-        if self.sqlite_path is None or not self.sqlite_path.is_file():
-            return 0
+        return sum(zero_hnsw_slack(folder) for folder in self.segment_folders())
+
+    def drop(self) -> None:
+        """Delete the namespace's collections (active, archive, the record of forgotten
+        ids) and, for an embedded Chroma, what Chroma leaves of them: their HNSW folders
+        and the deleted rows in the database's free pages."""
+        self.forgotten.count()  # look it up: another engine may have created it since
+        folders = self.segment_folders()
+        for name in (self.active.name, self.archive.name, self.forgotten.name):
+            try:
+                self.client.delete_collection(name)
+            except Exception as exc:  # already gone is fine; anything else is not
+                if not _missing(exc):
+                    raise StorageError(f"cannot delete Chroma collection {name}: {exc}") from exc
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        files = self._files()
+        if files is not None:
+            files.vacuum()
+
+
+#: Chroma releases whose embedded files (SQLite tables, HNSW layout) this module was
+#: tested with; pyproject.toml pins the same range.
+TESTED_CHROMA = ((1, 0), (1, 6))
+_EXPECTED_TABLES = {"embeddings_queue": {"topic", "id", "metadata"},
+                    "segments": {"id", "scope", "collection"}}
+
+
+def chroma_version() -> tuple[int, ...]:
+    import chromadb
+
+    return tuple(int(p) for p in re.findall(r"\d+", chromadb.__version__)[:3])
+
+
+class ChromaFiles:
+    """The one place that reads or writes Chroma's *private* files directly: the embedded
+    database ``chroma.sqlite3`` (its write-ahead log table and segment table) and the HNSW
+    folders. Chroma has no public API to erase a deleted record's text from its log or to
+    find a collection's index folder, so forgetting and dropping need this. Every use
+    checks first that Chroma's version is in :data:`TESTED_CHROMA` and that the tables
+    have the expected columns; otherwise it logs why and does only what needs no private
+    schema (``VACUUM``), and :meth:`scrub` returns False."""
+
+    def __init__(self, sqlite_path: str | Path) -> None:
+        self.path = Path(sqlite_path)
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        con = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+        con.execute("PRAGMA busy_timeout = 30000")
+        return con
+
+    def schema_problem(self, con: Any) -> str | None:
+        """Why the private schema cannot be used (None: it can)."""
+        version = chroma_version()
+        if not TESTED_CHROMA[0] <= version[:2] < TESTED_CHROMA[1]:
+            return (f"chromadb {'.'.join(map(str, version))} is outside the tested range "
+                    f"{TESTED_CHROMA[0]} to {TESTED_CHROMA[1]} (exclusive)")
+        for table, columns in _EXPECTED_TABLES.items():
+            have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+            if not columns <= have:
+                return f"Chroma's table {table} lacks {sorted(columns - have)}"
+        return None
+
+    def vector_segments(self, collection_ids: Sequence[str]) -> list[Path]:
         import sqlite3
 
         try:
-            ids = [col.id for col in (self.active, self.archive)]
-            con = sqlite3.connect(str(self.sqlite_path), timeout=30)
+            con = self._connect()
             try:
-                rows = con.execute("SELECT id FROM segments WHERE scope = 'VECTOR' AND "
-                                   "collection IN (?, ?)", ids).fetchall()
+                problem = self.schema_problem(con)
+                if problem:
+                    logger.warning("cannot find Chroma's index folders: %s", problem)
+                    return []
+                marks = ",".join("?" * len(collection_ids))
+                rows = con.execute(f"SELECT id FROM segments WHERE scope = 'VECTOR' AND "
+                                   f"collection IN ({marks})", list(collection_ids)).fetchall()
             finally:
                 con.close()
         except sqlite3.Error as exc:
-            logger.warning("cannot list the HNSW segments of %r: %s", self.namespace, exc)
-            return 0
-        return sum(zero_hnsw_slack(self.sqlite_path.parent / str(r[0])) for r in rows)
+            logger.warning("cannot list Chroma's index folders in %s: %s", self.path, exc)
+            return []
+        return [self.path.parent / str(r[0]) for r in rows if (self.path.parent / str(r[0])).is_dir()]
 
-    def drop(self) -> None:
-        """Delete both collections of this namespace."""
-        for col in (self.active, self.archive):
+    def scrub(self, ids: Sequence[str], collection_ids: Sequence[str]) -> bool:
+        """Chroma deletes a record by appending a delete to its write-ahead log
+        (``embeddings_queue``); the add record before it keeps the document and metadata,
+        and SQLite keeps deleted rows in free pages. This blanks the metadata of the log
+        records of ``ids`` (the vectors stay, so a replay of the log still adds-then-deletes
+        them), optimises the full-text index and VACUUMs the database."""
+        import sqlite3
+
+        try:
+            con = self._connect()
             try:
-                self.client.delete_collection(col.name)
-            except Exception as exc:  # already gone is fine; anything else is not
-                if "does not exist" not in str(exc).lower():
-                    raise StorageError(f"cannot delete Chroma collection {col.name}: {exc}") from exc
+                problem = self.schema_problem(con)
+                if problem:
+                    logger.error("forgotten text may stay in Chroma's log (%s): %s", self.path, problem)
+                else:
+                    topics = [f"%{c}" for c in collection_ids]
+                    ids = list(ids)
+                    for s in range(0, len(ids), 500):
+                        chunk = ids[s:s + 500]
+                        marks = ",".join("?" * len(chunk))
+                        for topic in topics:
+                            con.execute(f"UPDATE embeddings_queue SET metadata = NULL "
+                                        f"WHERE topic LIKE ? AND id IN ({marks})", [topic, *chunk])
+                    tables = {r[0] for r in con.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                    if "embedding_fulltext_search" in tables:
+                        con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
+                                    "VALUES('optimize')")
+                self._vacuum(con)
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            raise StorageError(f"could not scrub deleted text from {self.path}: {exc}") from exc
+        return problem is None
+
+    @staticmethod
+    def _vacuum(con: Any) -> None:
+        con.execute("VACUUM")
+        # in WAL mode, old page images (with the text) live on in the -wal file
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def vacuum(self) -> None:
+        """Rewrite the database without its free pages (deleted rows' text goes)."""
+        import sqlite3
+
+        try:
+            con = self._connect()
+            try:
+                self._vacuum(con)
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            raise StorageError(f"could not vacuum {self.path}: {exc}") from exc
 
 
 def list_namespaces(client: Any) -> list[str]:
