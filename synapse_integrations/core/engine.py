@@ -190,9 +190,14 @@ class Synapse(AsyncTwins):
                 f"the config asks for {self.config.embedding_dim}")
         self._embedder = as_embedder(embedder, dim=self.config.embedding_dim)
         extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window)
-        vectors = ChromaVectors(
-            self._client, namespace,
-            sqlite_path=self.path / "chroma" / "chroma.sqlite3" if client is None else None)
+        sqlite = self.path / "chroma" / "chroma.sqlite3" if client is None else None
+        # a corrupt index must never reach Chroma's native code (it can crash the process)
+        broken = ChromaVectors.set_aside_broken_indexes(sqlite, namespace) if sqlite else {}
+        vectors = ChromaVectors(self._client, namespace, sqlite_path=sqlite)
+        if broken:
+            vectors.rebuild(list(broken), self._embedder.embed_documents)
+            for folder in broken.values():
+                shutil.rmtree(folder, ignore_errors=True)
         self._state = state = MemoryState(self.config, vectors, self._events)
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
         self._ingestor = Ingestor(state, self._consolidator, self._firewall)

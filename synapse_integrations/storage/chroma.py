@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StorageError
+from .hnsw import check_index, zero_hnsw_slack
 
 logger = logging.getLogger(__name__)
 
@@ -103,52 +104,6 @@ def set_http_timeout(client: Any, timeout: float | None) -> bool:
         return False
     session.timeout = httpx.Timeout(timeout)
     return True
-
-
-def zero_hnsw_slack(folder: str | Path) -> int:
-    """Zero the unused tail of a persisted HNSW index's ``data_level0.bin``.
-
-    Chroma's HNSW index (hnswlib) allocates room for ``max_elements`` without clearing it
-    and can write the whole buffer to disk: the slots past ``cur_element_count`` hold whatever
-    the process's heap held before, which can be the text of recent writes, forgotten ones
-    included. Those bytes are never read as data, so zeroing them is safe. The header is
-    checked against the file size first; anything unexpected is left alone (and logged).
-    Returns the number of bytes zeroed.
-    """
-    import struct
-
-    folder = Path(folder)
-    header, data = folder / "header.bin", folder / "data_level0.bin"
-    try:
-        head = header.read_bytes()
-        total = data.stat().st_size
-    except OSError:
-        return 0
-    if len(head) < 36:
-        return 0
-    # a u32 persist version, then hnswlib's fields: offsetLevel0, max_elements,
-    # cur_element_count, size_data_per_element (u64 each, little-endian)
-    _version, _offset0, max_elements, count, size = struct.unpack_from("<I4Q", head, 0)
-    # the file holds either the used slots only or the whole allocation (max_elements)
-    if size == 0 or total % size or count * size > total or total // size > max_elements:
-        logger.warning("unexpected HNSW header in %s; its unused space is not cleared", folder)
-        return 0
-    start = count * size
-    if start >= total:
-        return 0
-    try:
-        with open(data, "r+b") as fh:
-            fh.seek(start)
-            left = total - start
-            block = bytes(min(left, 1 << 20))
-            while left > 0:
-                fh.write(block[:left])
-                left -= min(left, len(block))
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
-        raise StorageError(f"could not clear unused space in {data}: {exc}") from exc
-    return total - start
 
 
 def collection_name(namespace: str, role: str) -> str:
@@ -266,6 +221,22 @@ class VectorCollection:
             raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
         return out
 
+    def all_rows(self) -> list[tuple[str, str | None, dict[str, Any] | None]]:
+        """``(id, document, metadata)`` of every row (no vectors: readable even while the
+        collection's index is missing)."""
+        out: list[tuple[str, str | None, dict[str, Any] | None]] = []
+        try:
+            offset = 0
+            while True:
+                page = self._col.get(include=["documents", "metadatas"], limit=_PAGE, offset=offset)
+                if not page["ids"]:
+                    break
+                out += list(zip(page["ids"], page["documents"], page["metadatas"]))
+                offset += len(page["ids"])
+        except Exception as exc:
+            raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
+        return out
+
     def generations(self, ids: Sequence[str]) -> dict[str, int]:
         """``{id: generation}`` of the stored ``ids`` (those that exist; 0 when a row has
         none: written before generations, or never forgotten)."""
@@ -355,6 +326,24 @@ class Tombstones:
             raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
         return out, n
 
+    def read_rows(self) -> tuple[list[str], int]:
+        """The raw record ids (for a rebuild)."""
+        col = self._collection()
+        if col is None:
+            return [], 0
+        try:
+            got = col.get(include=[])["ids"]
+        except Exception as exc:
+            raise StorageError(f"Chroma get from {self.name} failed: {exc}") from exc
+        return list(got), len(got)
+
+    def add_raw(self, rids: Sequence[str]) -> None:
+        col = self._collection(create=True)
+        try:
+            col.upsert(ids=list(rids), embeddings=np.ones((len(rids), 1), dtype=np.float32))
+        except Exception as exc:
+            raise StorageError(f"Chroma upsert into {self.name} failed: {exc}") from exc
+
     def add(self, marks: Mapping[str, int]) -> None:
         """Record that versions of each id older than its generation are forgotten."""
         col = self._collection(create=True)
@@ -386,6 +375,69 @@ class ChromaVectors:
         self.active = VectorCollection(client, collection_name(namespace, "active"), namespace, "active")
         self.archive = VectorCollection(client, collection_name(namespace, "archive"), namespace, "archive")
         self.forgotten = Tombstones(client, namespace)
+
+    @staticmethod
+    def set_aside_broken_indexes(sqlite_path: str | Path, namespace: str) -> dict[str, Path]:
+        """Check the persisted HNSW index of each of the namespace's collections
+        (:func:`~.hnsw.check_index`) *before* Chroma loads it: a corrupt index can crash
+        the process in Chroma's native code. A broken one is renamed ``<folder>.broken``
+        (its rows stay in Chroma's database); returns ``{role: set-aside folder}`` of the
+        indexes to rebuild (:meth:`rebuild`), also those set aside by an open that did not
+        get to rebuild them; delete the folders once rebuilt. Embedded Chroma only; call
+        before opening the collections."""
+        path = Path(sqlite_path)
+        if not path.is_file():
+            return {}
+        roles = ("active", "archive", "forgotten")
+        names = {collection_name(namespace, r): r for r in roles}
+        broken: dict[str, Path] = {}
+        for name, folder in ChromaFiles(path).vector_segments_by_name(list(names)).items():
+            aside = folder.with_name(folder.name + ".broken")
+            if folder.is_dir():
+                problem = check_index(folder)
+                if problem is None:
+                    continue
+                logger.error("the Chroma index of %r (%s) is corrupt: %s; it is rebuilt from the "
+                             "stored rows", namespace, names[name], problem)
+                shutil.rmtree(aside, ignore_errors=True)
+                folder.rename(aside)
+            if aside.is_dir():
+                broken[names[name]] = aside
+        return broken
+
+    def rebuild(self, roles: Sequence[str], embed: Any) -> int:
+        """Rebuild the collections of ``roles`` whose index was set aside: their rows
+        (ids, texts, metadata: Chroma's database still has them) are read, the
+        collection is made anew and the rows written back with vectors embedded again from
+        their text by ``embed(texts)``. Returns the rows rewritten."""
+        done = 0
+        for role in roles:
+            if role == "forgotten":
+                marks, _ = self.forgotten.read_rows()
+                self._recreate(self.forgotten.name)
+                self.forgotten = Tombstones(self.client, self.namespace)
+                if marks:
+                    self.forgotten.add_raw(marks)
+                done += len(marks)
+                continue
+            col = getattr(self, role)
+            rows = col.all_rows()
+            self._recreate(col.name)
+            fresh = VectorCollection(self.client, col.name, self.namespace, role)
+            setattr(self, role, fresh)
+            if rows:
+                ids, docs, metas = zip(*rows)
+                fresh.upsert(list(ids), np.asarray(embed([d or "" for d in docs])), list(docs),
+                             [m or {} for m in metas])
+            done += len(rows)
+        return done
+
+    def _recreate(self, name: str) -> None:
+        try:
+            self.client.delete_collection(name)
+        except Exception as exc:
+            if not _missing(exc):
+                raise StorageError(f"cannot delete Chroma collection {name}: {exc}") from exc
 
     def _files(self) -> ChromaFiles | None:
         if self.sqlite_path is None or not self.sqlite_path.is_file():
@@ -442,7 +494,7 @@ class ChromaVectors:
 #: tested with; pyproject.toml pins the same range.
 TESTED_CHROMA = ((1, 0), (1, 6))
 _EXPECTED_TABLES = {"embeddings_queue": {"topic", "id", "metadata"},
-                    "segments": {"id", "scope", "collection"}}
+                    "segments": {"id", "scope", "collection"}, "collections": {"id", "name"}}
 
 
 def chroma_version() -> tuple[int, ...]:
@@ -481,6 +533,28 @@ class ChromaFiles:
             if not columns <= have:
                 return f"Chroma's table {table} lacks {sorted(columns - have)}"
         return None
+
+    def vector_segments_by_name(self, names: Sequence[str]) -> dict[str, Path]:
+        """``{collection name: HNSW folder}`` for the named collections that have one."""
+        import sqlite3
+
+        try:
+            con = self._connect()
+            try:
+                problem = self.schema_problem(con)
+                if problem:
+                    logger.warning("cannot check Chroma's index folders: %s", problem)
+                    return {}
+                marks = ",".join("?" * len(names))
+                rows = con.execute(f"SELECT s.id, c.name FROM segments s JOIN collections c ON "
+                                   f"s.collection = c.id WHERE s.scope = 'VECTOR' AND c.name IN "
+                                   f"({marks})", list(names)).fetchall()
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            logger.warning("cannot list Chroma's index folders in %s: %s", self.path, exc)
+            return {}
+        return {name: self.path.parent / str(seg) for seg, name in rows}
 
     def vector_segments(self, collection_ids: Sequence[str]) -> list[Path]:
         import sqlite3
