@@ -25,6 +25,7 @@ are scrubbed, then the journal is cleared. See docs/safety.md.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -40,7 +41,12 @@ from .state import MemoryState
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Eraser", "select"]
+__all__ = ["READ_SYNC_BACKOFF", "READ_SYNC_SECONDS", "Eraser", "select"]
+
+#: How often a read of an engine on a shared client checks for other engines' forgets.
+READ_SYNC_SECONDS = 2.0
+#: How long reads skip that check after it failed (a server down or hung).
+READ_SYNC_BACKOFF = 30.0
 
 
 def select(
@@ -169,6 +175,7 @@ class Eraser:
         self.consolidator = consolidator
         self.retries = retries
         self.save = save
+        self._next_read_sync = 0.0
 
     def erase(self, doomed: list[str]) -> list[str]:
         """Forget ``doomed`` for good; returns the ids that existed."""
@@ -211,16 +218,24 @@ class Eraser:
     def sync(self, *, best_effort: bool = False) -> None:
         """Another engine on the same Chroma (another process on a server) may have
         forgotten something this one still holds: drop it here too, and from this
-        engine's snapshots. Reads pass ``best_effort`` (a server that is down does not
-        stop them; they are served from memory)."""
+        engine's snapshots. Reads pass ``best_effort``: they check at most every
+        :data:`READ_SYNC_SECONDS`, not for :data:`READ_SYNC_BACKOFF` seconds after a check
+        failed, and never fail for it (a hung server must not hold up reads served from
+        memory)."""
         state = self.state
+        now = time.monotonic()
+        if best_effort and now < self._next_read_sync:
+            return  # reads check at most every READ_SYNC_SECONDS, and not while the server fails
         try:
-            if not state.read_tombstones(if_changed=True):
-                return
+            changed = state.read_tombstones(if_changed=True)
         except StorageError:
+            self._next_read_sync = now + READ_SYNC_BACKOFF
             if best_effort:
                 return
             raise
+        self._next_read_sync = now + READ_SYNC_SECONDS
+        if not changed:
+            return
         dead = state.dead_nodes()
         if dead:
             logger.warning("dropping %d node(s) forgotten by another engine", len(dead))
