@@ -20,7 +20,7 @@ module, so the LangChain, LlamaIndex and LangGraph adapters stay thin and agree 
 
 >>> from synapse_integrations._adapter_utils import namespace_from_configurable
 >>> namespace_from_configurable({"thread_id": "t1", "user_id": "u7"}, ("user_id", "thread_id"))
-'user_id=u7'
+'@agent:user_id:u7'
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any, Union
 
 from .errors import InvalidTypeError, MissingDependencyError
-from .pool import EnginePool, namespace_from_configurable
+from .pool import EnginePool, namespace_from_configurable, namespace_key
 from .types import MemoryEngine, RetrievalResult, RetrievedItem
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "item_metadata",
     "list_episodes",
     "namespace_from_configurable",
+    "namespace_key",
     "require",
     "resolve_engine",
     "speaker_prefix",

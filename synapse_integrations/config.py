@@ -32,6 +32,19 @@ TimeUnit = Literal["seconds", "minutes", "hours", "days"]
 GateSignal = Literal["activation", "similarity", "score"]
 AbstractionScope = Literal["mentions", "window"]
 
+#: Upper bounds of the integer fields: each is far above any useful value and low enough
+#: that a config (also one read back from a tampered snapshot) cannot hang retrieval or
+#: consolidation.
+INT_LIMITS: dict[str, int] = {
+    "consolidation_interval": 100_000, "association_top_k": 10_000, "prune_top_k": 10_000,
+    "dormancy_windows": 1_000_000, "anchor_top_k": 10_000, "inhibition_top_m": 10_000,
+    "iterations": 100, "top_k": 100_000, "max_concepts_per_window": 1_000,
+    "entity_feedback": 100,
+}
+MAX_EMBEDDING_DIM = 65_536
+#: Upper bound of the non-negative real fields (weights, rates, factors).
+MAX_FACTOR = 1e6
+
 _SECONDS_PER_UNIT: dict[str, float] = {
     "seconds": 1.0,
     "minutes": 60.0,
@@ -191,12 +204,17 @@ class SynapseConfig:
                      "pagerank_damping", "superseded_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")
+        need(self.embedding_dim <= MAX_EMBEDDING_DIM,
+             f"embedding_dim must be at most {MAX_EMBEDDING_DIM}, got {self.embedding_dim!r}")
+        need(self.consolidation_interval <= INT_LIMITS["consolidation_interval"],
+             f"consolidation_interval must be at most {INT_LIMITS['consolidation_interval']}, "
+             f"got {self.consolidation_interval!r}")
         for name in ("association_top_k", "prune_top_k", "dormancy_windows", "anchor_top_k",
                      "inhibition_top_m", "iterations", "top_k", "max_concepts_per_window",
                      "entity_feedback"):
             v = getattr(self, name)
-            need(isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                 f"{name} must be an int >= 0, got {v!r}")
+            need(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT_LIMITS[name],
+                 f"{name} must be an int in [0, {INT_LIMITS[name]}], got {v!r}")
         need(self.top_k >= 1, f"top_k must be >= 1, got {self.top_k!r}")
         for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
                      "sigmoid_gamma", "weight_similarity", "weight_activation",
@@ -204,9 +222,18 @@ class SynapseConfig:
                      "gate_tau",
                      "feedback_weight"):
             v = getattr(self, name)
-            need(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0,
-                 f"{name} must be a finite number >= 0, got {v!r}")
-        need(math.isfinite(self.sigmoid_theta), "sigmoid_theta must be finite")
+            need(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                 and 0 <= v <= MAX_FACTOR, f"{name} must be a number in [0, {MAX_FACTOR:g}], got {v!r}")
+        need(isinstance(self.sigmoid_theta, (int, float)) and math.isfinite(self.sigmoid_theta)
+             and abs(self.sigmoid_theta) <= MAX_FACTOR,
+             f"sigmoid_theta must be a number in [-{MAX_FACTOR:g}, {MAX_FACTOR:g}]")
+        # a threshold no signal can reach would refuse every query
+        top = 1.0 if self.gate_signal != "score" else max(1.0, self.weight_similarity
+                                                          + self.weight_activation
+                                                          + self.weight_pagerank
+                                                          + self.weight_lexical)
+        need(self.gate_tau <= top, f"gate_tau must be at most {top:g} (the largest "
+                                   f"{self.gate_signal} a memory can have), got {self.gate_tau!r}")
         need(self.temporal_unit in _SECONDS_PER_UNIT,
              f"temporal_unit must be one of {sorted(_SECONDS_PER_UNIT)}, got {self.temporal_unit!r}")
         need(self.abstraction_scope in ("mentions", "window"),
@@ -337,4 +364,4 @@ class SynapseConfig:
         return base.replace(**ABLATIONS[name])
 
 
-__all__ = ["PAPER_DEFAULTS", "SynapseConfig"]
+__all__ = ["INT_LIMITS", "MAX_FACTOR", "PAPER_DEFAULTS", "SynapseConfig"]

@@ -37,6 +37,7 @@ import chromadb  # noqa: E402,F401  (imported once, before forking)
 from _safety_helpers import HashEmbedder  # noqa: E402
 
 from synapse_integrations import Synapse  # noqa: E402
+from synapse_integrations.core import forgetting as forgetting_mod  # noqa: E402
 from synapse_integrations.storage import chroma as chroma_mod  # noqa: E402
 from synapse_integrations.storage import journal as journal_mod  # noqa: E402
 from synapse_integrations.storage import snapshots as snap_mod  # noqa: E402
@@ -124,8 +125,8 @@ def _forget_child(path: str, log_path: str, speaker: str, fsync_delay: float) ->
         setattr(owner, name, run)
 
     traced(journal_mod.ForgetJournal, "write", "journal")
-    traced(Synapse, "_remove", "apply")
-    traced(Synapse, "_finish_forget", "finish")
+    traced(forgetting_mod.Eraser, "remove", "apply")
+    traced(forgetting_mod.Eraser, "finish", "finish")
     traced(chroma_mod.ChromaVectors, "scrub", "scrub")
     if fsync_delay > 0:
         snap_mod.os = _SlowFsyncOs(fsync_delay)

@@ -246,7 +246,7 @@ def test_retrieve_returns_components_and_gate(memory):
 
 
 def test_gate_rejects_when_confidence_below_tau(tmp_path, embedder):
-    with Synapse(tmp_path / "m", embedder=embedder, config=SynapseConfig(gate_tau=1.01)) as mem:
+    with Synapse(tmp_path / "m", embedder=embedder, config=SynapseConfig(gate_tau=1.0)) as mem:  # above any non-identical cosine
         mem.add_turns(bridge_conversation()[:10])
         res = mem.retrieve("Who came skiing?")
         assert res.rejected and res.accepted == ()

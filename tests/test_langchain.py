@@ -24,6 +24,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa
 
 from synapse_integrations import Synapse  # noqa: E402
 from synapse_integrations._adapter_utils import EnginePool  # noqa: E402
+from synapse_integrations.pool import namespace_key  # noqa: E402
 from synapse_integrations.langchain import (  # noqa: E402
     SynapseChatMessageHistory,
     SynapseMemory,
@@ -146,19 +147,19 @@ async def test_message_history_with_runnable_with_message_history(tmp_path, embe
 
     chain = prompt | spy | FakeListChatModel(responses=["Noted.", "You said Biscuit."])
     chat = RunnableWithMessageHistory(
-        chain, lambda session_id: SynapseChatMessageHistory(pool.get(session_id)),
+        chain, lambda session_id: SynapseChatMessageHistory(pool, session_id=session_id),
         input_messages_key="question", history_messages_key="history")
     cfg = {"configurable": {"session_id": "s1"}}
     chat.invoke({"question": "My dog is called Biscuit."}, cfg)
     answer = await chat.ainvoke({"question": "What is my dog called?"}, cfg)
     assert answer.content == "You said Biscuit."
     assert [m.content for m in seen[1][:2]] == ["My dog is called Biscuit.", "Noted."]
-    history = SynapseChatMessageHistory(pool.get("s1"))
+    history = SynapseChatMessageHistory(pool, session_id="s1")
     assert [type(m) for m in history.messages] == [HumanMessage, AIMessage, HumanMessage, AIMessage]
     assert len(await history.aget_messages()) == 4
-    assert SynapseChatMessageHistory(pool.get("s2")).messages == []  # sessions are separate
+    assert SynapseChatMessageHistory(pool, session_id="s2").messages == []  # sessions are separate
     # the history is also searchable memory
-    assert any("Biscuit" in it.text for it in pool.get("s1").retrieve("dog name", k=3).items)
+    assert any("Biscuit" in it.text for it in pool.get(namespace_key("history", "session", "s1")).retrieve("dog name", k=3).items)
     history.clear()
     assert history.messages == []
     pool.close()
@@ -198,7 +199,7 @@ async def test_create_agent_with_middleware_over_several_turns(tmp_path, embedde
     agent = create_agent(model, tools=create_synapse_tools(pool),
                          middleware=[SynapseMemoryMiddleware(pool, k=5)],
                          system_prompt="You are helpful.", checkpointer=InMemorySaver())
-    pool.get("user_id=u1").add_turns(demo_turns(10))  # a user with some history already
+    pool.get(namespace_key("agent", "user_id", "u1")).add_turns(demo_turns(10))  # a user with some history already
     user = {"configurable": {"thread_id": "t1", "user_id": "u1"}}
     agent.invoke({"messages": [HumanMessage("My sister Ana moved to Lisbon last year.")]}, user)
     # a new thread of the same user: the memory comes from SYNAPSE, not from the checkpoint
@@ -210,13 +211,13 @@ async def test_create_agent_with_middleware_over_several_turns(tmp_path, embedde
     assert _system_text(model.seen[1]).startswith("You are helpful.")
     agent.invoke({"messages": [HumanMessage("Remember Ana's birthday.")]}, other_thread)
 
-    mem = pool.get("user_id=u1")
+    mem = pool.get(namespace_key("agent", "user_id", "u1"))
     texts = [d["text"] for _, d in mem.graph.nodes(data=True) if d["kind"] == "episode"]
     assert "My sister Ana moved to Lisbon last year." in texts and "Ana lives in Lisbon." in texts
     assert "Ana's birthday is on May 3." in texts  # saved by the tool
     assert not any(t == "" for t in texts)
     assert len(texts) == 10 + 7  # history + 3 turns x (user + answer) + 1 saved fact; tool-call steps not recorded
-    assert pool.namespaces() == ["user_id=u1"]
+    assert pool.namespaces() == ["@agent:user_id:u1"]
     pool.close()
 
 

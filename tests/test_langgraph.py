@@ -31,6 +31,7 @@ from langgraph.store.base import BaseStore  # noqa: E402
 from typing_extensions import Annotated  # noqa: E402
 
 from synapse_integrations import Synapse  # noqa: E402
+from synapse_integrations.pool import namespace_key  # noqa: E402
 from synapse_integrations._adapter_utils import EnginePool, list_episodes  # noqa: E402
 from synapse_integrations.errors import InvalidInputError  # noqa: E402
 from synapse_integrations.langgraph import (  # noqa: E402
@@ -39,6 +40,9 @@ from synapse_integrations.langgraph import (  # noqa: E402
     SynapseMemoryState,
     SynapseStore,
 )
+
+#: the memory the nodes use for user u1 (a typed key: see synapse_integrations.pool)
+USER_U1 = namespace_key("agent", "user_id", "u1")
 
 pytestmark = [pytest.mark.model, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -79,7 +83,7 @@ def _episodes(engine: Synapse) -> list[tuple[str, str]]:
 
 async def test_messages_state_graph_recalls_and_records(tmp_path, embedder):
     pool = EnginePool(tmp_path, embedder=embedder)
-    pool.get("user_id=u1").add_turns(demo_turns(10))  # a user with some history
+    pool.get(USER_U1).add_turns(demo_turns(10))  # a user with some history
     model = SpyModel(seen=[], responses=["Lisbon is lovely.", "Biscuit is a great name.",
                                          "Your sister Ana lives in Lisbon."])
     graph = build(SynapseMemoryNodes(pool, k=5), model, checkpointer=InMemorySaver())
@@ -98,11 +102,11 @@ async def test_messages_state_graph_recalls_and_records(tmp_path, embedder):
     # MessagesState has no "memories" key: LangGraph drops it, nothing else changes
     assert "memories" not in out
     # each finished turn is recorded once, both sides, in the user's memory
-    eps = _episodes(pool.get("user_id=u1"))[10:]
+    eps = _episodes(pool.get(USER_U1))[10:]
     assert eps == [("user", "My sister Ana moved to Lisbon last year."), ("assistant", "Lisbon is lovely."),
                    ("user", "I adopted a beagle called Biscuit."), ("assistant", "Biscuit is a great name."),
                    ("user", "Tell me about Ana and Lisbon."), ("assistant", "Your sister Ana lives in Lisbon.")]
-    assert pool.namespaces() == ["user_id=u1"]
+    assert pool.namespaces() == [USER_U1]
     pool.close()
 
 
@@ -184,8 +188,9 @@ def test_namespace_keys_choose_the_memory(tmp_path, embedder):
     graph.invoke({"messages": [HumanMessage("hello from acme")]},
                  {"configurable": {"thread_id": "t1", "tenant": "acme"}})
     graph.invoke({"messages": [HumanMessage("hello from thread two")]}, {"configurable": {"thread_id": "t2"}})
-    assert pool.namespaces() == ["tenant=acme", "thread_id=t2"]
-    assert _episodes(pool.get("tenant=acme")) == [("user", "hello from acme"), ("assistant", "ok")]
+    assert pool.namespaces() == ["@agent:tenant:acme", "@agent:thread_id:t2"]
+    assert _episodes(pool.get(namespace_key("agent", "tenant", "acme"))) == \
+        [("user", "hello from acme"), ("assistant", "ok")]
     with pytest.raises(InvalidInputError, match="config\\['configurable'\\]"):
         build(SynapseMemoryNodes(pool, namespace_keys=("user_id",)),
               FakeListChatModel(responses=["ok"])).invoke({"messages": [HumanMessage("hi")]})
@@ -211,7 +216,7 @@ SECOND_HALF = textwrap.dedent('''
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.sqlite import SqliteSaver
     sys.path.insert(0, {tests!r})
-    from test_langgraph import SpyModel, build
+    from test_langgraph import USER_U1, SpyModel, build
     from synapse_integrations._adapter_utils import EnginePool, list_episodes
     from synapse_integrations.langgraph import SynapseMemoryNodes
 
@@ -221,13 +226,13 @@ SECOND_HALF = textwrap.dedent('''
     graph = build(SynapseMemoryNodes(pool, k=5), model, checkpointer=SqliteSaver(conn))
     cfg = {{"configurable": {{"thread_id": "t1", "user_id": "u1"}}}}
     before = graph.get_state(cfg).values["messages"]
-    direct = pool.get("user_id=u1").retrieve({query!r}, k=5)
-    episodes = [e["text"] for e in list_episodes(pool.get("user_id=u1"))]
+    direct = pool.get(USER_U1).retrieve({query!r}, k=5)
+    episodes = [e["text"] for e in list_episodes(pool.get(USER_U1))]
     out = graph.invoke({{"messages": [HumanMessage({question!r})]}}, cfg)
     print(json.dumps({{
         "before": [m.content for m in before],
         "episodes": episodes,
-        "recorded": [e["text"] for e in list_episodes(pool.get("user_id=u1"))][len(episodes):],
+        "recorded": [e["text"] for e in list_episodes(pool.get(USER_U1))][len(episodes):],
         "direct": {{"ids": [i.id for i in direct.items], "rejected": direct.rejected,
                     "confidence": direct.confidence}},
         "seen": [m.content for m in model.seen[0]],
@@ -246,7 +251,7 @@ def test_sqlite_checkpointer_and_memory_survive_a_process_restart(tmp_path, embe
     mem_path, db = tmp_path / "memory", tmp_path / "checkpoints.sqlite"
     query = "Tell me about Ana and Lisbon."
     pool = EnginePool(mem_path, embedder=embedder)
-    pool.get("user_id=u1").add_turns(demo_turns(10))
+    pool.get(USER_U1).add_turns(demo_turns(10))
     conn = sqlite3.connect(db, check_same_thread=False)
     graph = build(SynapseMemoryNodes(pool, k=5),
                   SpyModel(seen=[], responses=["Lisbon is lovely.", "Biscuit is a great name."]),
@@ -254,8 +259,8 @@ def test_sqlite_checkpointer_and_memory_survive_a_process_restart(tmp_path, embe
     cfg = {"configurable": {"thread_id": "t1", "user_id": "u1"}}
     graph.invoke({"messages": [HumanMessage("My sister Ana moved to Lisbon last year.")]}, cfg)
     graph.invoke({"messages": [HumanMessage("I adopted a beagle called Biscuit.")]}, cfg)
-    first = pool.get("user_id=u1").retrieve(query, k=5)
-    episodes = [e["text"] for e in list_episodes(pool.get("user_id=u1"))]
+    first = pool.get(USER_U1).retrieve(query, k=5)
+    episodes = [e["text"] for e in list_episodes(pool.get(USER_U1))]
     pool.close()
     conn.close()
 

@@ -33,6 +33,7 @@ from langgraph.store.base import (  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from synapse_integrations.langgraph import SynapseStore  # noqa: E402
+from synapse_integrations.pool import namespace_key  # noqa: E402
 
 pytestmark = [pytest.mark.model]
 
@@ -203,7 +204,7 @@ def test_query_search_uses_synapse_retrieval(filled):
     assert all(isinstance(h.score, float) for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     # the score is SYNAPSE's hybrid score of that node
-    engine = store.pool.get("store:memories.sam")
+    engine = store.pool.get(namespace_key("store", "store", "memories.sam"))
     top = engine.retrieve("What is the name of Sam's dog?", k=50).episodes()[0]
     assert hits[0].score == pytest.approx(top.score)
     # filter and offset apply to the ranked list
@@ -217,7 +218,7 @@ def test_query_search_uses_synapse_retrieval(filled):
 def test_query_search_honours_the_gate(filled):
     store = filled
     query = "quantum chromodynamics on the lattice"
-    engine = store.pool.get("store:memories.sam")
+    engine = store.pool.get(namespace_key("store", "store", "memories.sam"))
     result = engine.retrieve(query, k=50)
     hits = store.search(("memories",), query=query)
     assert (hits == []) is result.rejected  # nothing when the gate says "nothing in memory"
@@ -232,12 +233,11 @@ def test_index_false_and_index_fields(store):
     _fill(store, ("ns",))
     assert store.get(("ns",), "hidden").value["text"].startswith("Sam's locker")
     assert "hidden" in {i.key for i in store.search(("ns",), limit=100)}
-    engine = store.pool.get("store:ns")
+    engine = store.pool.get(namespace_key("store", "store", "ns"))
     assert all(h.key != "hidden" for h in SynapseStore(store.pool, gate=False).search(
         ("ns",), query="locker code", limit=100))
-    texts = {d["metadata"]["langgraph_store"]["key"]: d["text"]
-             for _, d in engine.graph.nodes(data=True) if d["kind"] == "episode"}
-    assert texts["shown"] == "the gym has lockers"  # only the indexed field
+    texts = {n: d["text"] for n, d in engine.graph.nodes(data=True) if d["kind"] == "episode"}
+    assert texts["kv:shown#a"] == "the gym has lockers"  # only the indexed field
 
 
 # -- list namespaces -------------------------------------------------------------------------

@@ -8,8 +8,11 @@ knows how to fix it; :func:`verify` runs the finders only, :func:`repair` runs e
 then its fix, in order (a fix can change what the next finder sees: an episode found only
 in Chroma is re-attached to the graph before the archive is checked).
 
-What repair never does: drop an episode that Chroma holds (it re-attaches it), or keep a
-concept vector no node names (concepts are re-extracted from their turns).
+What repair never does: drop an episode that Chroma holds (it re-attaches it), keep a
+concept vector no node names (concepts are re-extracted from their turns), or bring back
+anything forgotten: the record of forgotten ids (``state.tombstones``, kept in Chroma) is
+checked first, and a node or Chroma row it names is removed, never re-embedded or
+re-attached, whichever engine or open finds it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 from ..types import ConsistencyReport
 from .graph import EDGE_KINDS
 from .state import MemoryState
+from .validation import check_depth, epoch_ok
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +48,7 @@ class _Stores:
     a_ids: list[str] = field(default_factory=list)
     avec: dict[str, np.ndarray] = field(default_factory=dict)
     attached: list[str] = field(default_factory=list)  # episodes re-attached by repair
+    forgotten: list[str] = field(default_factory=list)  # forgotten nodes dropped by repair
 
     @classmethod
     def read(cls, state: MemoryState, embedder: Any = None) -> _Stores:
@@ -64,6 +69,18 @@ class _Check:
 
 
 # -- the stores -----------------------------------------------------------------------------
+def _find_forgotten(s: _Stores) -> list[str]:
+    return s.state.dead_nodes()
+
+
+def _fix_forgotten(s: _Stores, dead: list[str]) -> list[str]:
+    # out of the graph only: a Chroma row of the same id is judged by its own generation
+    # (deleted below when forgotten, re-attached when written again after the forget)
+    s.state.remove(dead, chroma=False)
+    s.forgotten += dead
+    return [f"dropped {len(dead)} forgotten node(s) still held in the graph"]
+
+
 def _find_both(s: _Stores) -> list[str]:
     g = s.state.graph
     return [n for n in g.archive if n in g.g]
@@ -145,29 +162,42 @@ def _reattach(s: _Stores, orphans: list[str]) -> tuple[list[str], list[str]]:
     graph (and into the pending window), in their original order; concepts are dropped
     (re-extracted later). Returns (re-attached episode ids, removed ids)."""
     state = s.state
-    rows = sorted(state.vectors.active.rows(orphans), key=lambda r: (r[2] or {}).get("seq", 0))
+    rows = sorted(state.vectors.active.rows(orphans), key=lambda r: _int((r[2] or {}).get("seq")))
     stale: list[str] = []
     attached: list[str] = []
     for node_id, text, meta in rows:
         meta = meta or {}
-        if meta.get("kind") != "episode" or not isinstance(text, str):
-            stale.append(node_id)
+        gen = _int(meta.get("gen"))
+        if meta.get("kind") != "episode" or not isinstance(text, str) or state.dead(node_id, gen):
+            stale.append(node_id)  # a concept (re-extracted later), or forgotten: never back
             continue
         try:
             metadata = json.loads(meta.get("metadata_json", "{}"))
-        except ValueError:
+            check_depth(metadata, what="metadata")
+        except (ValueError, RecursionError):
             metadata = {}
-        seq = meta.get("seq")
-        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
-        state.link_episode(node_id, s.vec[node_id], text=text, speaker=meta.get("speaker"),
-                           ts=meta.get("ts"), ingest_ts=meta.get("ingest_ts"),
-                           metadata=metadata if isinstance(metadata, dict) else {}, seq=seq)
+        speaker = meta.get("speaker")
+        state.link_episode(node_id, s.vec[node_id], text=text,
+                           speaker=speaker if isinstance(speaker, str) else None,
+                           ts=_epoch(meta.get("ts")), ingest_ts=_epoch(meta.get("ingest_ts")),
+                           metadata=metadata if isinstance(metadata, dict) else {},
+                           seq=_int(meta.get("seq")) or None, gen=gen)
         attached.append(node_id)
     if stale:
         state.vectors.active.delete(stale)
     if attached:
         logger.info("re-attached %d episode(s) written after the last snapshot", len(attached))
     return attached, stale
+
+
+def _int(v: Any) -> int:
+    """A non-negative int read from a Chroma row (anything else: 0)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 2 ** 53 else 0
+
+
+def _epoch(v: Any) -> float | None:
+    """A timestamp read from a Chroma row, if it is one the API would accept."""
+    return float(v) if epoch_ok(v) else None
 
 
 def _find_archive_missing(s: _Stores) -> list[str]:
@@ -194,6 +224,7 @@ def _fix_archive_orphans(s: _Stores, orphans: list[str]) -> list[str]:
 
 #: The store checks, in the order repair runs them.
 _STORE_CHECKS: tuple[_Check, ...] = (
+    _Check(_find_forgotten, lambda x: f"{len(x)} forgotten node(s) are still held", _fix_forgotten),
     _Check(_find_both, lambda x: f"{len(x)} node(s) both active and archived", _fix_both),
     _Check(_find_bad_edges, lambda x: f"{len(x)} edge(s) with a bad kind or weight", _fix_bad_edges),
     _Check(_find_bad_nodes, lambda x: f"{len(x)} node(s) without a valid kind/text: {x[:5]}"),
@@ -261,7 +292,7 @@ def _report(s: _Stores, found: dict[str, list[Any]], problems: list[str], action
         seconds=time.perf_counter() - t0)
 
 
-_NAMES = {_find_missing: "missing", _find_orphans: "orphans",
+_NAMES = {_find_forgotten: "forgotten", _find_missing: "missing", _find_orphans: "orphans",
           _find_archive_missing: "archive_missing", _find_archive_orphans: "archive_orphans",
           _find_bad_nodes: "bad_nodes"}
 
@@ -286,12 +317,12 @@ def verify(state: MemoryState) -> ConsistencyReport:
 
 
 def repair(state: MemoryState, embedder: Any, *, loading: bool = False
-           ) -> tuple[ConsistencyReport, list[str]]:
+           ) -> tuple[ConsistencyReport, list[str], list[str]]:
     """Bring the stores back into agreement: each check's problem is fixed as it is found
     (see the module docstring); derived state (in-memory vectors, BM25, pending turns, the
     last-episode pointer) is rebuilt. Returns the report (``ok`` is False only when graph
-    nodes are unusable, which repair cannot fix) and the episodes re-attached from
-    Chroma. ``loading``: called on a snapshot just read, whose in-memory state is not
+    nodes are unusable, which repair cannot fix), the episodes re-attached from Chroma,
+    and the forgotten nodes it dropped (the caller erases them from older snapshots). ``loading``: called on a snapshot just read, whose in-memory state is not
     built yet."""
     t0 = time.perf_counter()
     s = _Stores.read(state, embedder)
@@ -312,4 +343,4 @@ def repair(state: MemoryState, embedder: Any, *, loading: bool = False
     report = _report(s, found, problems, actions, ok=not found["bad_nodes"], repaired=True, t0=t0)
     for a in actions:
         logger.warning("repair of namespace %r: %s", state.vectors.namespace, a)
-    return report, s.attached
+    return report, s.attached, s.forgotten

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ExtractionError
 from ..types import Concept, Extractor, Turn, WindowReport
+from . import provenance
 from .state import MemoryState
 from .validation import from_epoch
 
@@ -75,6 +76,14 @@ class NameVectors:
         """Forget cached embeddings of ``names``."""
         for n in names:
             self._cache.pop(n, None)
+
+    def discard_mentioned(self, texts: Iterable[str]) -> int:
+        """Forget cached names that occur in ``texts`` (forgotten turns: a name extracted
+        from them must not outlive them, even in this cache). Returns how many went."""
+        folded = [t.casefold() for t in texts if t]
+        doomed = [n for n in self._cache if n.strip() and any(n.casefold() in t for t in folded)]
+        self.discard(doomed)
+        return len(doomed)
 
 
 class DormancyLedger:
@@ -169,6 +178,10 @@ class Consolidator:
         window_set = set(turn_ids)
         for c, h in zip(concepts, embs):
             name = c.name.strip()
+            # which turns it came from: those the extractor names, else (it did not say)
+            # the whole window, any turn of which may have said it
+            exact = [i for i in c.source_ids if i in window_set]
+            source = provenance.new_entry(exact=exact, window=None if exact else turn_ids)
             best = -1
             if len(cids):
                 sims = mat @ h
@@ -178,13 +191,13 @@ class Consolidator:
                 m = cfg.ema_momentum
                 new = m * g.vectors[cid] + (1.0 - m) * h
                 new = (new / np.linalg.norm(new)).astype(np.float32)
-                state.merge_concept(cid, new, name)
+                state.merge_concept(cid, new, name, source)
                 mat[best] = new
                 merged += 1
             else:
                 cid = f"c-{uuid.uuid4().hex}"
                 state.add_concept(cid, h, name=name, ctype=c.type, confidence=c.confidence,
-                                  attributes=c.attributes)
+                                  attributes=c.attributes, source=source)
                 cids.append(cid)
                 mat = np.vstack([mat, h[None, :]])
                 created += 1
@@ -201,6 +214,7 @@ class Consolidator:
             if s and t:
                 state.add_edge(s, t, kind="relation", weight=float(min(max(r.weight, 0.0), 1.0)),
                                rel=r.rel)
+                state.note_relation(s, t, turn_ids)
         # association edges between concepts (lines 23-28), top-k per node
         for cid, h in touched.items():
             sims = mat @ h

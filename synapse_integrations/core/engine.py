@@ -57,7 +57,7 @@ from ..errors import (
 from ..firewall import Firewall, FirewallConfig
 from ..storage.chroma import ChromaVectors, close_client, list_namespaces, persistent_client
 from ..storage.journal import ForgetJournal
-from ..storage.lock import DirectoryLock
+from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
 from ..types import ConsistencyReport, ConsolidationReport, RetrievalResult
 from . import consistency, forgetting
@@ -68,8 +68,11 @@ from .ingestion import Ingestor
 from .filters import Filter
 from .retrieval import DEFAULT_KINDS, KINDS, Retriever, RetrievalSteps
 from .state import MemoryState
+from .twins import AsyncTwins
 from .validation import (
     MAX_TEXT_CHARS,
+    WRITE_CHUNK,
+    check_query,
     namespace_dirname,
     stored_config,
     to_epoch,
@@ -96,7 +99,7 @@ def _scope_of(kinds: Sequence[str], speakers: Any, since: Any, until: Any,
     return kinds, Filter.build(speakers=speakers, since=since, until=until, where=where)
 
 
-class Synapse:
+class Synapse(AsyncTwins):
     """SYNAPSE memory for one namespace (a user, a thread...).
 
     Args:
@@ -154,8 +157,12 @@ class Synapse:
         self._owns_client = client is None  # an embedded client we made is closed by close()
         self._client: Any = None
         self._state: MemoryState | None = None
+        self._writers: dict[int, int] = {}  # threads inside add_turns (released between chunks)
+        self._idle = threading.Condition(self._lock)
+        self._claim = NamespaceClaim(self.path, self.namespace)
         self._dirlock = DirectoryLock(self.path).acquire()  # MemoryLockedError in a 2nd process
         try:
+            self._claim.acquire(self)  # MemoryLockedError for a 2nd live engine in this process
             self._open(config, embedder, client, extractor, create)
         except BaseException:
             self._closed = True
@@ -183,23 +190,32 @@ class Synapse:
                 f"the config asks for {self.config.embedding_dim}")
         self._embedder = as_embedder(embedder, dim=self.config.embedding_dim)
         extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window)
-        vectors = ChromaVectors(
-            self._client, namespace,
-            sqlite_path=self.path / "chroma" / "chroma.sqlite3" if client is None else None)
+        sqlite = self.path / "chroma" / "chroma.sqlite3" if client is None else None
+        # a corrupt index must never reach Chroma's native code (it can crash the process)
+        broken = ChromaVectors.set_aside_broken_indexes(sqlite, namespace) if sqlite else {}
+        vectors = ChromaVectors(self._client, namespace, sqlite_path=sqlite)
+        if broken:
+            vectors.rebuild(list(broken), self._embedder.embed_documents)
+            for folder in broken.values():
+                shutil.rmtree(folder, ignore_errors=True)
         self._state = state = MemoryState(self.config, vectors, self._events)
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
         self._ingestor = Ingestor(state, self._consolidator, self._firewall)
         self._retriever = Retriever(state)
+        self._eraser = forgetting.Eraser(state, self._snapshots, self._journal, self._consolidator,
+                                         self._ingestor.retries, save=self.save)
         if loaded is not None:
             state.load_snapshot(loaded[1])
+        state.read_tombstones()  # forgotten ids: authoritative for every open and engine
         journal = self._journal.read()
         if journal is not None:  # a forget() was interrupted: finish it before anything else
             logger.warning("finishing an interrupted forget() of %d id(s)", len(journal))
-            self._remove(journal)
-        self.load_report, attached = consistency.repair(state, self._embedder, loading=True)
+            state.record_tombstones([i for i in journal if i not in state.tombstones])
+            self._eraser.remove(journal)
+        self.load_report, attached, dropped = consistency.repair(state, self._embedder, loading=True)
         self._ingestor.retries.recovered.update(attached)
-        if journal is not None:
-            self._finish_forget(journal)
+        if journal is not None or dropped:
+            self._eraser.finish(list(journal or []) + dropped)
         vectors.clear_index_slack()  # Chroma may have just rewritten its HNSW files
 
     @classmethod
@@ -223,6 +239,7 @@ class Synapse:
         """Save (for a persistent memory) and release the directory lock; a throwaway
         memory is deleted."""
         with self._lock:
+            self._wait_for_writers()
             if self._closed:
                 return
             try:
@@ -235,15 +252,22 @@ class Synapse:
                     shutil.rmtree(self.path, ignore_errors=True)
 
     def drop(self) -> None:
-        """Erase this namespace for good: both Chroma collections, every snapshot, the
-        namespace's folder; then close. Other namespaces under the same path stay."""
+        """Erase this namespace for good: its Chroma collections with their rows and index
+        folders (embedded Chroma: the database is vacuumed, so no deleted row stays in
+        its free pages), every snapshot, the namespace's folder; then close. Other
+        namespaces under the same path stay."""
         with self._lock:
+            self._wait_for_writers()
             state = self._open_state()
+            state.vectors.forgotten.count()  # look it up: another engine may have created it
+            folders = state.vectors.segment_folders()
             state.vectors.drop()
             self._snapshots.delete_all()
             shutil.rmtree(self._ns_dir, ignore_errors=True)
             self._closed = True
             self._release()
+            for folder in folders:  # in case closing the client wrote them back
+                shutil.rmtree(folder, ignore_errors=True)
             if self._owns_path:
                 shutil.rmtree(self.path, ignore_errors=True)
 
@@ -256,7 +280,20 @@ class Synapse:
                 if self._state is not None:
                     self._state.vectors.clear_index_slack()  # at rest, no stale heap bytes on disk
         finally:
+            self._claim.release()
             self._dirlock.release()
+
+    def _wait_for_writers(self) -> None:
+        """(lock held) Let an ``add_turns`` of another thread finish its batch: it releases
+        the lock between chunks, and a close in between would cut it."""
+        me = threading.get_ident()
+        while any(t != me for t in self._writers):
+            self._idle.wait()
+
+    @property
+    def closed(self) -> bool:
+        """The memory was closed (or dropped)."""
+        return self._closed
 
     def __enter__(self) -> Synapse:
         return self
@@ -300,17 +337,58 @@ class Synapse:
                                 "metadata": metadata, "id": id}])[0]
 
     def add_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
-        """Record many turns at once (embedded in one batch). Each turn is a string or a
-        mapping with ``text`` and optional ``speaker``, ``timestamp``, ``metadata``, ``id``."""
+        """Record many turns at once. Each turn is a string or a mapping with ``text`` and
+        optional ``speaker``, ``timestamp``, ``metadata``, ``id``. The batch is validated
+        and embedded as a whole (a refused batch stores nothing), then written in chunks
+        of ``WRITE_CHUNK`` turns, the lock released between chunks so that readers are
+        not held up by a large import (at most ``MAX_BATCH_TURNS`` per call)."""
+        return self._add_turns(turns, None)
+
+    def _add_turns(self, turns: Iterable[str | Mapping[str, Any]],
+                   cancel: threading.Event | None) -> list[str]:
         self._open_state()
         rows = self._ingestor.prepare(turns)  # pure: no lock needed
         if not rows:
             return []
         # embedded before taking the lock, so that the model does not hold up other
         # writers and readers (the lock guards the stores, not the embedder)
-        embs = self._embedder.embed_documents([r["text"] for r in rows])
+        embs = np.concatenate([self._embedder.embed_documents([r["text"] for r in rows[k:k + 1024]])
+                               for k in range(0, len(rows), 1024)])
+        me = threading.get_ident()
+        ids: list[str] = []
         with self._lock:
+            self._writers[me] = self._writers.get(me, 0) + 1
+        try:
+            for k in range(0, len(rows), WRITE_CHUNK):
+                chunk = rows[k:k + WRITE_CHUNK]
+                try:
+                    got = self._write_chunk(chunk, embs[k:k + WRITE_CHUNK], cancel)
+                except BaseException:
+                    # what earlier chunks stored is recognised if the caller retries the batch
+                    self._ingestor.retries.landed(rows[:k])
+                    raise
+                if got is None:  # cancelled: the rest is not written
+                    self._ingestor.retries.landed(rows[:k])
+                    return ids
+                ids += got
+            if cancel is not None:  # acknowledged by the async caller when it gets them
+                self._ingestor.retries.landed(rows)
+            return ids
+        finally:
+            with self._lock:
+                self._writers[me] -= 1
+                if not self._writers[me]:
+                    del self._writers[me]
+                self._idle.notify_all()
+
+    def _write_chunk(self, rows: list[dict[str, Any]], embs: np.ndarray,
+                     cancel: threading.Event | None) -> list[str] | None:
+        """One hold of the lock: store ``rows`` and consolidate (None when cancelled)."""
+        with self._lock:
+            if cancel is not None and cancel.is_set():
+                return None
             state = self._open_state()
+            self._sync()
             if state.needs_repair:  # an earlier storage error left the stores out of step
                 self.repair()
             ids, failed = self._ingestor.write(rows, embs)
@@ -431,10 +509,7 @@ class Synapse:
         >>> mem.retrieve("What did I say about skiing?", speakers="user",
         ...              since="2024-01-01", where={"channel": "mobile"})   # doctest: +SKIP
         """
-        if not isinstance(query, str):
-            raise InvalidTypeError(f"query must be a str, got {type(query).__name__}")
-        if not query.strip():
-            raise InvalidInputError("query must not be empty or whitespace")
+        check_query(query)
         if k is None:
             k = (config or self.config).top_k
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -468,6 +543,7 @@ class Synapse:
         kinds, flt = _scope or _scope_of(kinds, speakers, since, until, where)
         with self._lock:
             state = self._open_state()
+            self._sync(best_effort=True)
             dim = state.graph.dim
             qv = np.asarray(q, dtype=np.float32)
             if len(state.graph) and (qv.shape != (dim,) or not np.all(np.isfinite(qv))):
@@ -514,46 +590,28 @@ class Synapse:
         everything: bool = False,
     ) -> list[str]:
         """Remove episodes for good: by ids, speaker, event-time range [since, until),
-        metadata equality filter, or ``everything=True``. Criteria combine with AND.
-        Concepts left with no episode are removed too, and so are concepts whose name or an
-        alias occurs in the forgotten text but in none of their remaining episodes (a concept
-        must not keep a forgotten word alive). Older snapshots are deleted so the
-        forgotten text does not survive in them, and (embedded Chroma) the text is scrubbed
-        from Chroma's log and free pages. Crash-safe: an interrupted forget is finished on
-        the next open. Returns the removed ids (see docs/safety.md)."""
+        a metadata filter in the language of :meth:`retrieve` (``where={}`` is refused), or
+        ``everything=True``. Criteria combine with AND. Concepts go too when only
+        forgotten turns justify their name (whatever the extractor called them; their
+        attributes and relations likewise). The ids are recorded as forgotten for every
+        engine and every later open, older snapshots are deleted and (embedded Chroma) the
+        text is scrubbed from Chroma's files. Crash-safe: an interrupted forget is
+        finished on the next open. Returns the removed ids (see docs/safety.md)."""
         with self._lock:
             state = self._open_state()
+            self._sync()
             doomed = forgetting.select(state, ids, speaker=speaker, since=since, until=until,
                                        where=where, everything=everything)
-            if not doomed:
-                return []
-            self._journal.write(doomed)  # write-ahead: a crash is finished on the next open
-            removed = self._remove(doomed)
-            state.refresh_pagerank()
-            self._finish_forget(doomed)
-            return removed
+            return self._eraser.erase(doomed) if doomed else []
 
-    def _remove(self, ids: list[str]) -> list[str]:
-        """Remove ``ids`` from every store and from the ledgers that name them."""
-        removed = self._open_state().remove(ids)
-        self._consolidator.dormancy.discard(ids)
-        self._ingestor.retries.discard(ids)
-        return removed
+    def _sync(self, *, best_effort: bool = False) -> None:
+        """(lock held) Drop what another engine on the same Chroma forgot (only for a
+        client this engine did not make: see :meth:`forgetting.Eraser.sync`)."""
+        if not self._owns_client and self._state is not None:
+            self._eraser.sync(best_effort=best_effort)
 
-    def _finish_forget(self, ids: list[str]) -> None:
-        """After a forget: a fresh snapshot, every older version and temp folder deleted,
-        deleted text scrubbed from Chroma's files, then the journal removed."""
-        version = self.save()
-        for v in self._snapshots.versions():
-            if v != version:
-                try:
-                    self._snapshots.delete(v)
-                except OSError as exc:
-                    raise StorageError(f"could not delete old snapshot v{v:06d} holding forgotten "
-                                       f"text: {exc}") from exc
-        self._snapshots.clean_leftovers()
-        self._open_state().vectors.scrub(ids)
-        self._journal.clear()
+    def _acknowledge(self, ids: list[str]) -> None:
+        self._ingestor.retries.acknowledge(ids)
 
     # ------------------------------------------------------------------------------------
     # consistency
@@ -577,8 +635,11 @@ class Synapse:
         graph (the snapshot) is the record, Chroma's episodes are never dropped."""
         with self._lock:
             state = self._open_state()
-            fixed, attached = consistency.repair(state, self._embedder)
+            self._sync()
+            fixed, attached, dropped = consistency.repair(state, self._embedder)
             self._ingestor.retries.recovered.update(attached)
+            if dropped:
+                self._eraser.finish(dropped)
             after = consistency.verify(state)
             state.needs_repair = not after.ok
             return ConsistencyReport(
@@ -638,65 +699,3 @@ class Synapse:
             return list_namespaces(client)
         finally:
             close_client(client)
-
-    # ------------------------------------------------------------------------------------
-    # async twins (same code, run in a worker thread; the lock serialises mutation)
-    # ------------------------------------------------------------------------------------
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
-
-    async def aadd_turn(self, text: str, **kwargs: Any) -> str:
-        """Async twin of :meth:`add_turn`."""
-        return await self._run(self.add_turn, text, **kwargs)
-
-    async def aadd_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
-        """Async twin of :meth:`add_turns`."""
-        return await self._run(self.add_turns, list(turns))
-
-    async def aupdate(self, node_id: str, text: str | None = None, **kwargs: Any) -> str:
-        """Async twin of :meth:`update`."""
-        return await self._run(self.update, node_id, text, **kwargs)
-
-    async def aconsolidate(self) -> ConsolidationReport:
-        """Async twin of :meth:`consolidate`."""
-        return await self._run(self.consolidate)
-
-    async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult:
-        """Async twin of :meth:`retrieve` (same keyword arguments)."""
-        return await self._run(self.retrieve, query, k, **kwargs)
-
-    async def aforget(self, ids: Sequence[str] | None = None, **kwargs: Any) -> list[str]:
-        """Async twin of :meth:`forget`."""
-        return await self._run(self.forget, ids, **kwargs)
-
-    async def aarchive(self, ids: Sequence[str]) -> list[str]:
-        """Async twin of :meth:`archive`."""
-        return await self._run(self.archive, ids)
-
-    async def arestore(self, ids: Sequence[str]) -> list[str]:
-        """Async twin of :meth:`restore`."""
-        return await self._run(self.restore, ids)
-
-    async def aget(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]:
-        """Async twin of :meth:`get`."""
-        return await self._run(self.get, node_id, include_archived=include_archived)
-
-    async def aepisodes(self, *, include_archived: bool = True) -> list[dict[str, Any]]:
-        """Async twin of :meth:`episodes`."""
-        return await self._run(self.episodes, include_archived=include_archived)
-
-    async def averify(self) -> ConsistencyReport:
-        """Async twin of :meth:`verify`."""
-        return await self._run(self.verify)
-
-    async def arepair(self) -> ConsistencyReport:
-        """Async twin of :meth:`repair`."""
-        return await self._run(self.repair)
-
-    async def asave(self) -> int:
-        """Async twin of :meth:`save`."""
-        return await self._run(self.save)
-
-    async def aclose(self) -> None:
-        """Async twin of :meth:`close`."""
-        await self._run(self.close)

@@ -1,28 +1,52 @@
 """Forgetting: which nodes an erasure removes.
 
 :func:`select` turns the criteria of :meth:`Synapse.forget` (ids, speaker, event-time
-range, metadata equality, everything) into the list of node ids to remove. Criteria
-combine with AND. Besides the matching episodes it names the concepts that must go with
-them: a concept whose every supporting episode goes, and a concept whose name, an alias or
-a string attribute occurs in forgotten text but in none of the episodes it keeps (a
-concept must not keep a forgotten word alive). Archived nodes count like active ones.
+range, a metadata filter, everything) into the list of node ids to remove. Criteria
+combine with AND; the filter language is the one retrieval uses
+(:mod:`synapse_integrations.core.filters`: ``$eq``, ``$in``, ``$gte``, ``$or``...), and an
+empty filter is refused (it would match everything; ``everything=True`` says that).
 
-The erasure itself (journal, stores, snapshots, Chroma's files) is run by the engine:
-see :meth:`synapse_integrations.Synapse.forget` and docs/safety.md.
+Besides the matching episodes it names the concepts that must go with them: a concept
+goes when its name or an alias is justified only by forgotten turns, according to the
+turns each was extracted from (:mod:`synapse_integrations.core.provenance`), whatever
+the extractor called it (its attributes and relations said only by forgotten turns are
+removed from a concept that stays).
+Concepts written before provenance was recorded fall back to the older rule: every
+linked episode goes, or a name, alias or string attribute occurs in forgotten text but
+in none of the episodes it keeps. Archived nodes count like active ones.
+
+:class:`Eraser` runs the erasure itself, in this order: the ids go to the forget journal
+(a crash is finished on the next open), then to the record of forgotten ids
+(tombstones, in Chroma: every engine and every later open honours them), then out of
+every store and cache, then a fresh snapshot replaces every older one and Chroma's files
+are scrubbed, then the journal is cleared. See docs/safety.md.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..errors import InvalidInputError, InvalidTypeError
+from ..errors import InvalidInputError, InvalidTypeError, StorageError
+from ..storage.journal import ForgetJournal
+from ..storage.snapshots import SnapshotStore
+from . import provenance
+from .consolidation import Consolidator
+from .filters import Filter
+from .ingestion import RetryLedger
 from .state import MemoryState
-from .validation import to_epoch
 
-__all__ = ["select"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["READ_SYNC_BACKOFF", "READ_SYNC_SECONDS", "Eraser", "select"]
+
+#: How often a read of an engine on a shared client checks for other engines' forgets.
+READ_SYNC_SECONDS = 2.0
+#: How long reads skip that check after it failed (a server down or hung).
+READ_SYNC_BACKOFF = 30.0
 
 
 def select(
@@ -47,12 +71,10 @@ def select(
         raise InvalidTypeError("forget(ids=...): every id must be a str")
     if speaker is not None and not isinstance(speaker, str):
         raise InvalidTypeError(f"speaker must be a str, got {type(speaker).__name__}")
-    if where is not None and not isinstance(where, Mapping):
-        raise InvalidTypeError(f"where must be a mapping, got {type(where).__name__}")
     if not isinstance(everything, bool):
         raise InvalidTypeError("everything must be a bool")
-    lo = to_epoch(since) if since is not None else -math.inf
-    hi = to_epoch(until) if until is not None else math.inf
+    # the filter retrieval uses: where={} is refused, operators work the same way
+    flt = Filter.build(speakers=speaker, since=since, until=until, where=where)
     idset = set(ids) if ids is not None else None
     g = state.graph
     candidates = [(n, d) for n, d in g.g.nodes(data=True)]
@@ -66,13 +88,7 @@ def select(
             continue
         if d["kind"] != "episode":
             continue
-        if speaker is not None and d.get("speaker") != speaker:
-            continue
-        ts = d.get("ts")
-        if (since is not None or until is not None) and (ts is None or not lo <= ts < hi):
-            continue
-        if where is not None and any((d.get("metadata") or {}).get(key) != v
-                                     for key, v in where.items()):
+        if flt is not None and not flt.matches(d):
             continue
         doomed.append(n)
     if idset is not None:  # ids known only to Chroma (written before a crash) go too
@@ -83,9 +99,19 @@ def select(
     return list(dict.fromkeys(doomed))
 
 
+def _unjustified(node: Mapping[str, Any], dead: Any) -> bool:
+    """A concept with provenance goes when one of its names (its name, an alias: the
+    vector is made from them) would be justified by no remaining turn. Attributes only
+    forgotten turns said are stripped by the removal itself (:meth:`MemoryState.remove`)."""
+    return any(not provenance.justified(e, dead) for e in (node.get("sources") or {}).values())
+
+
 def _orphaned_concepts(state: MemoryState, doomed: set[str]) -> list[str]:
-    """Concepts (active or archived) that would outlive the text they came from."""
+    """Concepts (active or archived) that would outlive the turns they came from."""
     g = state.graph
+
+    def dead(i: str) -> bool:
+        return i in doomed or not state.knows(i)
 
     def kind_of(n: str) -> str | None:
         if n in g.g:
@@ -97,9 +123,9 @@ def _orphaned_concepts(state: MemoryState, doomed: set[str]) -> list[str]:
         d = g.g.nodes[n] if n in g.g else g.archive[n]["node"]
         return str(d.get("text", "")).casefold()
 
-    def orphaned(node: Mapping[str, Any], nbrs: set[str]) -> bool:
-        # a concept goes when every supporting episode goes, or when its name or an alias
-        # occurs in forgotten text but in none of the episodes it keeps
+    def legacy_orphaned(node: Mapping[str, Any], nbrs: set[str]) -> bool:
+        # written before provenance: every linked episode goes, or a name, alias or string
+        # attribute occurs in forgotten text but in none of the episodes it keeps
         support = [e for e in nbrs if kind_of(e) == "episode"]
         gone = [e for e in support if e in doomed]
         if not gone:
@@ -114,6 +140,11 @@ def _orphaned_concepts(state: MemoryState, doomed: set[str]) -> list[str]:
         return any(t and any(t in x for x in said) and not any(t in x for x in kept)
                    for t in terms)
 
+    def orphaned(node: Mapping[str, Any], nbrs: Any) -> bool:
+        if "sources" in node:
+            return _unjustified(node, dead)
+        return legacy_orphaned(node, nbrs())
+
     # an archived node keeps its edges in its archive record
     archived_links: dict[str, set[str]] = {}
     for n, rec in g.archive.items():
@@ -121,12 +152,94 @@ def _orphaned_concepts(state: MemoryState, doomed: set[str]) -> list[str]:
             archived_links.setdefault(v if u == n else u, set()).add(n)
     out = []
     for n, d in list(g.g.nodes(data=True)):
-        if d["kind"] == "concept" and n not in doomed and \
-                orphaned(d, set(g.g.predecessors(n)) | set(g.g.successors(n))
-                         | archived_links.get(n, set())):
+        if d["kind"] == "concept" and n not in doomed and orphaned(
+                d, lambda n=n: set(g.g.predecessors(n)) | set(g.g.successors(n))
+                | archived_links.get(n, set())):
             out.append(n)
     for n, rec in list(g.archive.items()):
-        if rec["node"].get("kind") == "concept" and n not in doomed and \
-                orphaned(rec["node"], {u if v == n else v for u, v, _ in rec["edges"]}):
+        if rec["node"].get("kind") == "concept" and n not in doomed and orphaned(
+                rec["node"], lambda rec=rec, n=n: {u if v == n else v for u, v, _ in rec["edges"]}):
             out.append(n)
     return out
+
+
+class Eraser:
+    """Runs erasures on one memory (see the module docstring); the engine holds its lock."""
+
+    def __init__(self, state: MemoryState, snapshots: SnapshotStore, journal: ForgetJournal,
+                 consolidator: Consolidator, retries: RetryLedger, *,
+                 save: Callable[[], int]) -> None:
+        self.state = state
+        self.snapshots = snapshots
+        self.journal = journal
+        self.consolidator = consolidator
+        self.retries = retries
+        self.save = save
+        self._next_read_sync = 0.0
+
+    def erase(self, doomed: list[str]) -> list[str]:
+        """Forget ``doomed`` for good; returns the ids that existed."""
+        self.journal.write(doomed)  # write-ahead: a crash is finished on the next open
+        self.state.record_tombstones(doomed)  # every engine and every open will know
+        removed = self.remove(doomed)
+        self.state.refresh_pagerank()
+        self.finish(doomed)
+        return removed
+
+    def remove(self, ids: list[str]) -> list[str]:
+        """``ids`` out of every store and every ledger, their texts and concept names out
+        of the concept-name cache."""
+        state = self.state
+        known = [state.any_node(i) for i in ids if state.knows(i)]
+        texts = [d.get("text", "") for d in known]
+        names = [a for d in known for a in d.get("aliases", ())]
+        removed = state.remove(ids)
+        self.consolidator.dormancy.discard(ids)
+        self.retries.discard(ids)
+        self.consolidator.names.discard(names)
+        self.consolidator.names.discard_mentioned(texts)
+        return removed
+
+    def finish(self, ids: list[str]) -> None:
+        """A fresh snapshot, every older version and temp folder deleted, deleted text
+        scrubbed from Chroma's files, then the journal removed."""
+        version = self.save()
+        for v in self.snapshots.versions():
+            if v != version:
+                try:
+                    self.snapshots.delete(v)
+                except OSError as exc:
+                    raise StorageError(f"could not delete old snapshot v{v:06d} holding forgotten "
+                                       f"text: {exc}") from exc
+        self.snapshots.clean_leftovers()
+        self.state.vectors.scrub(ids)
+        self.journal.clear()
+
+    def sync(self, *, best_effort: bool = False) -> None:
+        """Another engine on the same Chroma (another process on a server) may have
+        forgotten something this one still holds: drop it here too, and from this
+        engine's snapshots. Reads pass ``best_effort``: they check at most every
+        :data:`READ_SYNC_SECONDS`, not for :data:`READ_SYNC_BACKOFF` seconds after a check
+        failed, and never fail for it (a hung server must not hold up reads served from
+        memory)."""
+        state = self.state
+        now = time.monotonic()
+        if best_effort and now < self._next_read_sync:
+            return  # reads check at most every READ_SYNC_SECONDS, and not while the server fails
+        try:
+            changed = state.read_tombstones(if_changed=True)
+        except StorageError:
+            self._next_read_sync = now + READ_SYNC_BACKOFF
+            if best_effort:
+                return
+            raise
+        self._next_read_sync = now + READ_SYNC_SECONDS
+        if not changed:
+            return
+        dead = state.dead_nodes()
+        if dead:
+            logger.warning("dropping %d node(s) forgotten by another engine", len(dead))
+            self.journal.write(dead)
+            self.remove(dead)
+            state.refresh_pagerank()
+            self.finish(dead)

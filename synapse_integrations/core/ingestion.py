@@ -11,15 +11,19 @@ The path of a turn (:meth:`Ingestor.prepare` without the engine lock, then
    pending turns a window is consolidated. A failure from here on is reported, not
    raised as a failed write: the turns are stored, and a retry would duplicate them.
 
-Retries: a write that failed with :class:`StorageError` may still have reached Chroma;
-:class:`RetryLedger` remembers such turns (by content) and the ids a repair re-attached,
-so the caller's retry of the same turn returns the stored id instead of storing it again.
+Retries: a write that failed with :class:`StorageError` may still have reached Chroma,
+and an async write whose caller was cancelled (a timeout) may land after the caller gave
+up; :class:`RetryLedger` remembers such turns (by content) and the ids a repair
+re-attached, so the caller's retry of the same turn returns the stored id instead of
+storing it again.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -31,7 +35,7 @@ from ..firewall import Firewall
 from ..types import WindowReport
 from .consolidation import Consolidator
 from .state import MemoryState
-from .validation import validate_turn
+from .validation import MAX_BATCH_TURNS, validate_turn
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +45,14 @@ _MAX_UNCONFIRMED = 10_000
 
 
 class RetryLedger:
-    """Turns whose write may have landed although it failed, and ids a repair re-attached."""
+    """Turns whose write may have landed unacknowledged (the write failed, or its async
+    caller was cancelled), and ids a repair re-attached. Thread-safe: an async caller
+    acknowledges from the event loop's thread."""
 
     def __init__(self) -> None:
-        self.recovered: set[str] = set()  # ids re-attached by a repair
-        self.unconfirmed: dict[str, tuple[Any, ...]] = {}  # id -> content of a failed write
+        self.recovered: set[str] = set()  # ids re-attached by a repair, or landed unacknowledged
+        self.unconfirmed: dict[str, tuple[Any, ...]] = {}  # id -> content of such a write
+        self._lock = threading.Lock()
 
     @staticmethod
     def signature(r: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -56,30 +63,48 @@ class RetryLedger:
 
     def failed(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """A write of ``rows`` raised :class:`StorageError` (it may have landed anyway)."""
-        for r in rows:
-            self.unconfirmed[r["id"]] = self.signature(r)
-        while len(self.unconfirmed) > _MAX_UNCONFIRMED:
-            del self.unconfirmed[next(iter(self.unconfirmed))]
+        with self._lock:
+            for r in rows:
+                self.unconfirmed[r["id"]] = self.signature(r)
+            while len(self.unconfirmed) > _MAX_UNCONFIRMED:
+                del self.unconfirmed[next(iter(self.unconfirmed))]
+
+    def landed(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """``rows`` are stored but their caller may not learn it (cancelled, or a later
+        chunk of its batch failed): a retry of the same turns returns these ids."""
+        rows = list(rows)
+        self.failed(rows)
+        with self._lock:
+            self.recovered.update(r["id"] for r in rows)
+
+    def acknowledge(self, ids: Iterable[str]) -> None:
+        """The caller received ``ids``: a later identical turn is a new turn."""
+        with self._lock:
+            for i in ids:
+                self.unconfirmed.pop(i, None)
+                self.recovered.discard(i)
 
     def stored_as(self, r: Mapping[str, Any], state: MemoryState) -> str | None:
         """The id under which this turn is already stored if it repeats a write that
-        failed but reached Chroma anyway (re-attached by repair): by its explicit id, or,
-        without one, by identical content."""
-        node = state.graph.g.nodes.get(r["id"]) if r["id"] in self.recovered else None
-        if node is not None and node.get("text") == r["text"]:
-            self.unconfirmed.pop(r["id"], None)
-            return r["id"]
-        if r["auto_id"] and self.unconfirmed:
-            sig = self.signature(r)
-            for uid, s in self.unconfirmed.items():
-                if s == sig and uid in self.recovered and uid in state.graph:
-                    del self.unconfirmed[uid]
-                    return uid
+        failed but reached Chroma anyway (re-attached by repair) or landed after its
+        caller gave up: by its explicit id, or, without one, by identical content."""
+        with self._lock:
+            node = state.graph.g.nodes.get(r["id"]) if r["id"] in self.recovered else None
+            if node is not None and node.get("text") == r["text"]:
+                self.unconfirmed.pop(r["id"], None)
+                return r["id"]
+            if r["auto_id"] and self.unconfirmed:
+                sig = self.signature(r)
+                for uid, s in self.unconfirmed.items():
+                    if s == sig and uid in self.recovered and uid in state.graph:
+                        del self.unconfirmed[uid]
+                        return uid
         return None
 
     def discard(self, ids: Iterable[str]) -> None:
         """Nodes that no longer exist (forgotten)."""
-        self.recovered.difference_update(ids)
+        with self._lock:
+            self.recovered.difference_update(ids)
 
 
 class Ingestor:
@@ -95,6 +120,10 @@ class Ingestor:
         """Validated, firewalled rows for ``turns`` (pure: no store is touched)."""
         if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Iterable):
             raise InvalidTypeError("add_turns() takes a list of turns (use add_turn for one)")
+        turns = list(itertools.islice(turns, MAX_BATCH_TURNS + 1))
+        if len(turns) > MAX_BATCH_TURNS:
+            raise InvalidInputError(f"add_turns() takes at most {MAX_BATCH_TURNS} turns per call; "
+                                    f"split larger imports into several calls")
         return [validate_turn(t, self.firewall) for t in turns]
 
     def write(self, rows: list[dict[str, Any]], embs: np.ndarray
@@ -120,6 +149,8 @@ class Ingestor:
         for r in rows:
             r["ingest_ts"] = now
             r["seq"] = state.graph.next_seq()
+            # an id forgotten before is written as a newer generation of it (see tombstones)
+            r["gen"] = 0 if r["auto_id"] else state.tombstones.get(r["id"], 0)
         try:
             state.write_episodes(rows, embs)
         except StorageError:
@@ -135,7 +166,7 @@ class Ingestor:
                 for r, h in zip(rows, embs):
                     state.link_episode(r["id"], h, text=r["text"], speaker=r["speaker"],
                                        ts=r["ts"], ingest_ts=now, metadata=r["metadata"],
-                                       seq=r["seq"])
+                                       seq=r["seq"], gen=r.get("gen", 0))
                     if failed is None and n and len(state.pending) >= n:
                         pending = list(state.pending)
                         try:

@@ -27,6 +27,7 @@ from ..errors import NodeNotFoundError, StorageError
 from ..storage.chroma import ChromaVectors
 from ..types import VectorWrite
 from .events import EventBus
+from . import provenance
 from .graph import Compiled, MemoryGraph, temporal_weight
 from .triggers import BM25Index
 
@@ -44,6 +45,8 @@ def episode_metadata(r: Mapping[str, Any]) -> dict[str, Any]:
         meta["speaker"] = r["speaker"]
     if r["ts"] is not None:
         meta["ts"] = r["ts"]
+    if r.get("gen"):
+        meta["gen"] = r["gen"]
     return meta
 
 
@@ -61,6 +64,10 @@ class MemoryState:
         windows_since_snapshot: windows since the last snapshot.
         stale_pagerank: the graph changed since PageRank was last computed.
         needs_repair: a storage error left the stores out of step.
+        tombstones: forgotten ids -> generation (ids only, never text; persisted in
+            Chroma beside the collections, so every engine and every open sees them): a
+            node or Chroma row of that id with a lower ``gen`` is dead and never comes
+            back (see :meth:`dead`).
     """
 
     def __init__(self, config: SynapseConfig, vectors: ChromaVectors,
@@ -76,6 +83,8 @@ class MemoryState:
         self.windows_since_snapshot = 0
         self.stale_pagerank = False
         self.needs_repair = False
+        self.tombstones: dict[str, int] = {}
+        self._tombstone_count = -1  # rows seen in Chroma's record of them (-1: not read)
         # concept vectors written once per batch instead of once per window (None: write
         # at once); flushed before any snapshot is taken
         self._deferred: set[str] | None = None
@@ -94,12 +103,56 @@ class MemoryState:
         """The attributes of an active node (:class:`NodeNotFoundError` if none)."""
         return self.graph.node(node_id)
 
+    def any_node(self, node_id: str) -> dict[str, Any]:
+        """The attributes of an active or archived node (:class:`NodeNotFoundError`)."""
+        return self.graph.node(node_id) if node_id in self.graph else self.archived_node(node_id)
+
     def archived_node(self, node_id: str) -> dict[str, Any]:
         """The attributes of an archived node (:class:`NodeNotFoundError` if none)."""
         rec = self.graph.archive.get(node_id)
         if rec is None:
             raise NodeNotFoundError(f"no archived memory with id {node_id!r}")
         return rec["node"]
+
+    def dead(self, node_id: str, gen: Any = 0) -> bool:
+        """Was ``node_id`` forgotten after this version of it (generation ``gen``) was
+        written? A forgotten turn written again under its id gets a newer generation."""
+        tomb = self.tombstones.get(node_id)
+        return tomb is not None and (gen if isinstance(gen, int) else 0) < tomb
+
+    def dead_nodes(self) -> list[str]:
+        """Nodes (active or archived) that a forget, here or in another engine, doomed."""
+        if not self.tombstones:
+            return []
+        g = self.graph
+        out = [n for n, d in g.g.nodes(data=True) if self.dead(n, d.get("gen", 0))]
+        return out + [n for n, rec in g.archive.items() if self.dead(n, rec["node"].get("gen", 0))]
+
+    def read_tombstones(self, *, if_changed: bool = False) -> bool:
+        """Load the record of forgotten ids from Chroma (``if_changed``: only when it grew
+        since the last read; one count round trip). Returns True when it was read."""
+        if if_changed:
+            count = self.vectors.forgotten.count()
+            if count == self._tombstone_count:
+                return False
+        self.tombstones, self._tombstone_count = self.vectors.forgotten.read()
+        return True
+
+    def record_tombstones(self, ids: Sequence[str]) -> None:
+        """Persist that ``ids`` are forgotten (before they are removed): each gets the
+        generation after the newest one written."""
+        marks = {}
+        for i in ids:
+            gen = 0
+            if i in self.graph:
+                gen = self.graph.node(i).get("gen", 0)
+            elif i in self.graph.archive:
+                gen = self.graph.archive[i]["node"].get("gen", 0)
+            marks[i] = max(int(gen or 0), self.tombstones.get(i, 0)) + 1
+        if marks:
+            self.vectors.forgotten.add(marks)
+            self.tombstones.update(marks)
+            self._tombstone_count = -1
 
     def compiled(self) -> Compiled:
         """The array view retrieval reads (rebuilt only after the graph changed)."""
@@ -145,11 +198,13 @@ class MemoryState:
 
     def link_episode(self, node_id: str, vector: np.ndarray, *, text: str, speaker: str | None,
                      ts: float | None, ingest_ts: float | None, metadata: dict[str, Any],
-                     seq: int | None = None) -> None:
+                     seq: int | None = None, gen: int = 0) -> None:
         """Add a stored turn to the graph (with its temporal edge from the previous
         episode), to the BM25 index and to the turns awaiting consolidation."""
         attrs: dict[str, Any] = {"kind": "episode", "text": text, "speaker": speaker, "ts": ts,
                                  "ingest_ts": ingest_ts, "metadata": metadata, "dormant": 0}
+        if gen:
+            attrs["gen"] = gen
         if seq is not None:
             attrs["seq"] = seq
             self.graph.note_seq(seq)
@@ -183,20 +238,36 @@ class MemoryState:
     # concepts and edges (consolidation)
     # ------------------------------------------------------------------------------------
     def add_concept(self, cid: str, vector: np.ndarray, *, name: str, ctype: str,
-                    confidence: float, attributes: dict[str, Any]) -> None:
-        """A new concept node, indexed for BM25 under its name."""
+                    confidence: float, attributes: dict[str, Any],
+                    source: provenance.Entry) -> None:
+        """A new concept node, indexed for BM25 under its name; ``source`` says which
+        turns it was extracted from (:mod:`.provenance`)."""
+        attrs: dict[str, Any] = {}
+        if attributes:
+            attrs["attribute_sources"] = provenance.merge(provenance.new_entry(), source)
         self.graph.add_node(cid, vector, kind="concept", text=name, name=name, ctype=ctype,
                             confidence=float(confidence), attributes=dict(attributes),
-                            mentions=1, aliases=[name], dormant=0)
+                            mentions=1, aliases=[name], dormant=0, sources={name: source},
+                            **attrs)
         self.bm25.add(cid, name)
 
-    def merge_concept(self, cid: str, vector: np.ndarray, alias: str) -> None:
-        """A concept seen again: its (EMA-updated) vector, one more mention, the alias."""
+    def merge_concept(self, cid: str, vector: np.ndarray, alias: str,
+                      source: provenance.Entry) -> None:
+        """A concept seen again: its (EMA-updated) vector, one more mention, the alias and
+        the turns it was extracted from this time."""
         self.graph.set_vector(cid, vector)
         node = self.graph.node(cid)
         node["mentions"] = node.get("mentions", 1) + 1
         if alias not in node["aliases"]:
             node["aliases"].append(alias)
+        sources = node.setdefault("sources", {})
+        provenance.merge(sources.setdefault(alias, provenance.new_entry()), source)
+
+    def note_relation(self, u: str, v: str, window: Sequence[str]) -> None:
+        """Record that the relation edge ``u -> v`` was extracted from ``window``."""
+        if self.graph.g.has_edge(u, v) and self.graph.g.edges[u, v].get("kind") == "relation":
+            data = self.graph.g.edges[u, v]
+            provenance.add(data.setdefault("sources", provenance.new_entry()), window=window)
 
     def add_edge(self, u: str, v: str, *, kind: str, weight: float, **attrs: Any) -> None:
         """Add (or strengthen to the max weight) the edge ``u -> v``."""
@@ -316,18 +387,53 @@ class MemoryState:
         self.stale_pagerank = True
         return restored
 
-    def remove(self, ids: Sequence[str]) -> list[str]:
-        """Remove ``ids`` for good from the graph, the archive, both collections and the
-        indexes. Returns the ids that existed in the graph or the archive."""
+    def remove(self, ids: Sequence[str], *, chroma: bool = True) -> list[str]:
+        """Remove ``ids`` for good from the graph, the archive, both collections (unless
+        ``chroma`` is False) and the indexes. A Chroma row of an id written again after it
+        was forgotten (a newer generation, by another engine on the same Chroma) stays.
+        Returns the ids that existed in the graph or the archive."""
         removed = list(dict.fromkeys(self.graph.remove_nodes(ids)))
-        self.vectors.active.delete(ids)
-        self.vectors.archive.delete(ids)
+        if chroma:
+            for col in (self.vectors.active, self.vectors.archive):
+                col.delete([i for i, gen in col.generations(ids).items() if self.dead(i, gen)
+                            or i not in self.tombstones])
         self.bm25.remove(ids)
         gone = set(ids)
+        self._prune_provenance(gone)
         self.pending = [p for p in self.pending if p not in gone]
         if self.last_episode in gone:
             self.last_episode = self.newest_episode()
         return removed
+
+    def _prune_provenance(self, gone: set[str]) -> None:
+        """Forgotten turns leave every provenance entry; attributes and relation edges
+        nothing justifies any more (only forgotten turns said them) go
+        (:mod:`.provenance`). Concepts whose name nothing justifies were removed by the
+        caller (:func:`~.forgetting.select` names them)."""
+        g = self.graph.g
+
+        def prune_node(d: dict[str, Any]) -> None:
+            for entry in (d.get("sources") or {}).values():
+                provenance.prune(entry, gone)
+            attrs = d.get("attribute_sources")
+            if attrs is not None and not provenance.justified(provenance.prune(attrs, gone), ()):
+                d["attributes"] = {}  # said only by forgotten turns: they go, the concept stays
+                del d["attribute_sources"]
+
+        def stale(d: dict[str, Any]) -> bool:
+            return d.get("sources") is not None and \
+                not provenance.justified(provenance.prune(d["sources"], gone), ())
+
+        for _, d in g.nodes(data=True):
+            prune_node(d)
+        dropped = [(u, v) for u, v, d in g.edges(data=True) if stale(d)]
+        g.remove_edges_from(dropped)
+        for rec in self.graph.archive.values():
+            prune_node(rec["node"])
+            rec["edges"] = [e for e in rec["edges"] if not stale(e[2])]
+        if dropped:
+            self.graph.invalidate()
+            logger.info("removed %d relation edge(s) extracted from forgotten turns", len(dropped))
 
     # ------------------------------------------------------------------------------------
     # derived state

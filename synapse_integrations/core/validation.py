@@ -32,8 +32,13 @@ from .graph import EDGE_KINDS, MemoryGraph
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "MAX_BATCH_TURNS",
+    "MAX_METADATA_DEPTH",
     "MAX_NAMESPACE_LEN",
+    "MAX_QUERY_CHARS",
     "MAX_TEXT_CHARS",
+    "check_query",
+    "epoch_ok",
     "from_epoch",
     "namespace_dirname",
     "stored_config",
@@ -50,7 +55,29 @@ MAX_TEXT_CHARS = 100_000
 rather than chunked: one turn is one episodic node, and the embedder reads only its first
 ~256 tokens anyway. Split long documents into several turns."""
 
-CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+MAX_QUERY_CHARS = MAX_TEXT_CHARS
+"""Longest query accepted by ``retrieve`` (characters): no longer than a turn. The
+embedder reads the first ~256 tokens; BM25 reads them all, so the bound keeps a query's
+cost bounded (see docs/safety.md)."""
+
+MAX_BATCH_TURNS = 100_000
+"""Most turns one ``add_turns`` call takes. A batch is validated as a whole, then embedded
+and written in chunks of :data:`WRITE_CHUNK` turns, the engine's lock released between
+chunks; larger imports are several calls."""
+
+WRITE_CHUNK = 256
+"""Turns embedded and written per hold of the engine's lock in ``add_turns``."""
+
+MAX_METADATA_DEPTH = 32
+"""Deepest nesting of dicts and lists accepted in turn metadata (a snapshot must stay
+readable: JSON parsers recurse)."""
+
+#: characters refused in namespaces, ids and speakers: every control character (C0, DEL,
+#: C1 such as NEL ``\x85``), line and paragraph separators, bidi overrides, BOM
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+#: characters refused in turn text: control characters other than whitespace (tab, line
+#: feed, vertical tab, form feed, carriage return, NEL)
+TEXT_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
 _TURN_FIELDS = frozenset({"text", "speaker", "timestamp", "metadata", "id"})
 
@@ -80,7 +107,8 @@ def validate_namespace(namespace: Any) -> str:
     if len(namespace) > MAX_NAMESPACE_LEN:
         raise NamespaceError(f"namespace is {len(namespace)} characters; at most {MAX_NAMESPACE_LEN}")
     if CONTROL_RE.search(namespace):
-        raise NamespaceError("namespace must not contain control characters")
+        raise NamespaceError("namespace must not contain control characters (C0/C1 controls "
+                             "such as NUL or NEL, line separators, bidi overrides)")
     if not utf8_ok(namespace):
         raise NamespaceError("namespace is not valid Unicode (it holds a lone surrogate)")
     return namespace
@@ -97,6 +125,13 @@ def namespace_dirname(namespace: str) -> str:
 # ---------------------------------------------------------------------------------------
 _MIN_EPOCH = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
 _MAX_EPOCH = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+
+
+def epoch_ok(ts: Any) -> bool:
+    """``ts`` is a finite number of epoch seconds within the years 1-9999 (UTC): what
+    :func:`to_epoch` accepts, and what a snapshot or Chroma row may hold."""
+    return (isinstance(ts, (int, float)) and not isinstance(ts, bool)
+            and math.isfinite(ts) and _MIN_EPOCH <= ts <= _MAX_EPOCH)
 
 
 def to_epoch(timestamp: Any) -> float:
@@ -127,6 +162,37 @@ def _to_epoch(timestamp: Any) -> float:
     raise InvalidTypeError(
         f"timestamp must be a datetime, an ISO 8601 string or epoch seconds, got {type(timestamp).__name__}"
     )
+
+
+def check_depth(value: Any, *, what: str, limit: int = MAX_METADATA_DEPTH) -> None:
+    """Refuse ``value`` when its dicts and lists nest deeper than ``limit`` (iterative:
+    a hostile value cannot exhaust the stack here)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, Mapping):
+            children = v.values()
+        elif isinstance(v, (list, tuple)):
+            children = v
+        else:
+            continue
+        if depth > limit:
+            raise InvalidInputError(f"{what} is nested more than {limit} levels deep")
+        stack.extend((c, depth + 1) for c in children)
+
+
+def check_query(query: Any) -> str:
+    """A usable query string, or an error naming the problem."""
+    if not isinstance(query, str):
+        raise InvalidTypeError(f"query must be a str, got {type(query).__name__}")
+    if not query.strip():
+        raise InvalidInputError("query must not be empty or whitespace")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"query is {len(query)} characters; at most {MAX_QUERY_CHARS} "
+                                f"are accepted")
+    if not utf8_ok(query):
+        raise InvalidInputError("query is not valid Unicode (it holds a lone surrogate)")
+    return query
 
 
 def from_epoch(ts: float | None) -> datetime | None:
@@ -163,16 +229,23 @@ def validate_turn(turn: str | Mapping[str, Any], firewall: Firewall) -> dict[str
             f"(split long documents into several turns)")
     if not utf8_ok(text):
         raise InvalidInputError("turn text is not valid Unicode (it holds a lone surrogate)")
+    bad = TEXT_CONTROL_RE.search(text)
+    if bad:
+        raise InvalidInputError(f"turn text holds the control character U+{ord(bad.group()):04X} "
+                                f"at {bad.start()} (only tab, newlines and form feed are accepted)")
     speaker = turn.get("speaker")
     if speaker is not None and not isinstance(speaker, str):
         raise InvalidTypeError(f"speaker must be a str or None, got {type(speaker).__name__}")
-    if speaker is not None and (len(speaker) > 1000 or not utf8_ok(speaker)):
-        raise InvalidInputError("speaker must be valid Unicode of at most 1000 characters")
+    if speaker is not None and (len(speaker) > 1000 or not utf8_ok(speaker)
+                                or CONTROL_RE.search(speaker)):
+        raise InvalidInputError("speaker must be printable Unicode of at most 1000 characters "
+                                "(no control characters)")
     ts = turn.get("timestamp")
     ts = time.time() if ts is None else to_epoch(ts)
     metadata = turn.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise InvalidTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    check_depth(metadata, what="metadata")
     try:
         metadata = json.loads(json.dumps(dict(metadata), allow_nan=False))
         json.dumps(metadata, ensure_ascii=False).encode("utf-8")
@@ -218,10 +291,101 @@ def stored_config(data: Any, *, warn: bool = True) -> SynapseConfig:
     return SynapseConfig.from_dict(data)
 
 
+_MAX_SEQ = 2 ** 53
+
+
+def _int_in(v: Any, lo: int, hi: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def _unit(v: Any) -> bool:
+    """A finite number in [0, 1] (edge weights, confidences, PageRank)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        and -1e-9 <= v <= 1.0 + 1e-6
+
+
+def _node_problem(d: Any) -> str | None:
+    """What is wrong with one node's attributes read back from disk (None: nothing).
+    The same bounds as the API: a value that would hang or overflow retrieval is refused."""
+    if not isinstance(d, dict) or d.get("kind") not in ("episode", "concept"):
+        return "a bad kind"
+    text = d.get("text")
+    if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
+        return "a bad text"
+    if not _int_in(d.get("seq"), 0, _MAX_SEQ):
+        return "a bad seq"
+    if not _int_in(d.get("dormant", 0), 0, _MAX_SEQ):
+        return "a bad dormancy counter"
+    if not _int_in(d.get("gen", 0), 0, _MAX_SEQ):
+        return "a bad generation"
+    if d["kind"] == "episode":
+        for key in ("ts", "ingest_ts"):
+            if d.get(key) is not None and not epoch_ok(d[key]):
+                return f"a bad timestamp ({key} outside the years 1-9999)"
+        metadata = d.get("metadata", {})
+        if not isinstance(metadata, dict):
+            return "bad metadata"
+        try:
+            check_depth(metadata, what="metadata")
+        except InvalidInputError:
+            return f"metadata nested over {MAX_METADATA_DEPTH} levels"
+        speaker = d.get("speaker")
+        if speaker is not None and (not isinstance(speaker, str) or len(speaker) > 1000):
+            return "a bad speaker"
+    else:
+        aliases = d.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            return "bad aliases"
+        if not _unit(d.get("confidence", 1.0)):
+            return "a bad confidence"
+        if not _int_in(d.get("mentions", 1), 0, _MAX_SEQ):
+            return "a bad mention count"
+        attrs = d.get("attributes", {})
+        if not isinstance(attrs, dict):
+            return "bad attributes"
+        try:
+            check_depth(attrs, what="attributes")
+        except InvalidInputError:
+            return "attributes nested too deep"
+        if not valid_sources(d):
+            return "bad sources"
+    return None
+
+
+def _valid_entry(entry: Any) -> bool:
+    """A provenance entry (:mod:`.provenance`): ``{"exact": [ids], "windows": [[ids]]}``."""
+    if not isinstance(entry, dict):
+        return False
+    exact, windows = entry.get("exact", []), entry.get("windows", [])
+    return isinstance(exact, list) and all(isinstance(i, str) for i in exact) \
+        and isinstance(windows, list) \
+        and all(isinstance(w, list) and all(isinstance(i, str) for i in w) for w in windows)
+
+
+def valid_sources(d: dict[str, Any]) -> bool:
+    """A concept's provenance: ``sources`` maps each name/alias to an entry, and
+    ``attribute_sources`` (optional) is one entry."""
+    sources = d.get("sources", {})
+    return isinstance(sources, dict) and all(_valid_entry(e) for e in sources.values()) \
+        and (d.get("attribute_sources") is None or _valid_entry(d["attribute_sources"]))
+
+
+def _edge_problem(d: Any) -> str | None:
+    if not isinstance(d, dict) or d.get("kind") not in EDGE_KINDS or not _unit(d.get("weight")):
+        return "a bad kind/weight"
+    if "rel" in d and not isinstance(d["rel"], str):
+        return "a bad relation"
+    if "sources" in d and not _valid_entry(d["sources"]):
+        return "bad sources"
+    return None
+
+
 def validate_snapshot(manifest: dict[str, Any], files: dict[str, Any], *, namespace: str) -> None:
     """Reject (with :class:`SnapshotError`) a snapshot whose checksums match but whose
-    content is not what the engine writes; the snapshot store then falls back to an
-    older one."""
+    content is not what the engine writes, or holds a value outside the bounds the API
+    and the config accept (a timestamp past the year 9999, an iteration count that would
+    hang retrieval, a NaN PageRank...); the snapshot store then falls back to an older
+    one."""
     if manifest.get("namespace") not in (None, namespace):
         raise SnapshotError(f"snapshot belongs to namespace {manifest.get('namespace')!r}, "
                             f"not {namespace!r}")
@@ -236,35 +400,27 @@ def validate_snapshot(manifest: dict[str, Any], files: dict[str, Any], *, namesp
     except Exception as exc:
         raise SnapshotError(f"graph snapshot is malformed: {exc}") from None
     for n, d in mg.g.nodes(data=True):
-        if not isinstance(n, str) or isinstance(d.get("seq"), bool) or not isinstance(d.get("seq"), int):
-            raise SnapshotError(f"graph snapshot node {n!r} lacks a valid id/seq")
-        if d["kind"] == "episode":
-            ts = d.get("ts")
-            if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float))
-                                   or not math.isfinite(ts)):
-                raise SnapshotError(f"graph snapshot node {n!r} has a bad timestamp")
-            if not isinstance(d.get("metadata", {}), dict) or \
-                    not isinstance(d.get("speaker"), (str, type(None))):
-                raise SnapshotError(f"graph snapshot node {n!r} has bad speaker/metadata")
-        elif not isinstance(d.get("aliases", []), list):
-            raise SnapshotError(f"graph snapshot concept {n!r} has bad aliases")
+        if not isinstance(n, str) or len(n) > 512:
+            raise SnapshotError(f"graph snapshot node {str(n)[:80]!r} has a bad id")
+        problem = _node_problem(d)
+        if problem:
+            raise SnapshotError(f"graph snapshot node {n!r} has {problem}")
     for u, v, d in mg.g.edges(data=True):
-        w = d.get("weight")
-        if d.get("kind") not in EDGE_KINDS or isinstance(w, bool) \
-                or not isinstance(w, (int, float)) or not math.isfinite(w):
-            raise SnapshotError(f"graph snapshot edge {u!r}->{v!r} has a bad kind/weight")
+        problem = _edge_problem(d)
+        if problem:
+            raise SnapshotError(f"graph snapshot edge {u!r}->{v!r} has {problem}")
+    if not all(_unit(p) for p in mg.pagerank.values()):
+        raise SnapshotError("graph snapshot holds a PageRank outside [0, 1] (or NaN)")
     for n, rec in mg.archive.items():
         if not (isinstance(rec, dict) and isinstance(rec.get("node"), dict)
-                and rec["node"].get("kind") in ("episode", "concept")
-                and isinstance(rec["node"].get("text"), str)
                 and isinstance(rec.get("edges"), list)
-                and all(isinstance(e, list) and len(e) == 3 and isinstance(e[2], dict)
-                        for e in rec["edges"])):
-            raise SnapshotError(f"graph snapshot archive record {n!r} is malformed")
+                and all(isinstance(e, list) and len(e) == 3 and isinstance(e[0], str)
+                        and isinstance(e[1], str) and _edge_problem(e[2]) is None
+                        for e in rec["edges"])) or _node_problem(rec["node"]) is not None:
+            raise SnapshotError(f"graph snapshot archive record {str(n)[:80]!r} is malformed")
     state = files.get("state", {})
     if not isinstance(state, dict) or not isinstance(state.get("pending", []), list) \
             or not all(isinstance(i, str) for i in state.get("pending", [])) \
             or not isinstance(state.get("last_episode"), (str, type(None))) \
-            or isinstance(state.get("windows", 0), bool) \
-            or not isinstance(state.get("windows", 0), int):
+            or not _int_in(state.get("windows", 0), 0, _MAX_SEQ):
         raise SnapshotError("snapshot state section is malformed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._adapter_utils import list_episodes, require
+from .._adapter_utils import EnginePool, list_episodes, namespace_key, require
 from ..types import MemoryEngine
 
 require("langchain_core", "langchain")
@@ -25,23 +25,33 @@ def _turn(message: BaseMessage) -> dict[str, Any]:
 class SynapseChatMessageHistory(BaseChatMessageHistory):
     """A chat history whose every message is also a SYNAPSE memory (one episode each).
 
-    Use one engine namespace per session, e.g. with ``RunnableWithMessageHistory``:
+    One memory per session: pass an :class:`~synapse_integrations.EnginePool` and the
+    session id, e.g. with ``RunnableWithMessageHistory``:
 
     >>> from langchain_core.runnables.history import RunnableWithMessageHistory
-    >>> from synapse_integrations import Synapse
-    >>> def history(session_id):                                   # doctest: +SKIP
-    ...     return SynapseChatMessageHistory(Synapse("./memory", namespace=session_id))
-    >>> chat = RunnableWithMessageHistory(chain, history, input_messages_key="question",
-    ...                                   history_messages_key="history")   # doctest: +SKIP
+    >>> from synapse_integrations import EnginePool
+    >>> pool = EnginePool("./memory")                              # doctest: +SKIP
+    >>> chat = RunnableWithMessageHistory(
+    ...     chain, lambda session_id: SynapseChatMessageHistory(pool, session_id=session_id),
+    ...     input_messages_key="question", history_messages_key="history")   # doctest: +SKIP
+
+    The session's memory is the typed key ``namespace_key("history", "session",
+    session_id)``: whatever string a client sends as its session id, it names a chat
+    history, never an agent's memory or a store's items (do not pass a client's session id
+    to ``pool.get`` yourself). A single ``Synapse`` works too (one history for it all).
 
     ``messages`` returns the session's messages in order (exact round trip, tool calls
     included); ``clear()`` forgets them. Messages stored by other means (plain ``add_turn``)
     are returned as ``HumanMessage``/``AIMessage`` by speaker.
-    Pass a :class:`~synapse_integrations.EnginePool` key per session to keep
-    many sessions open.
     """
 
-    def __init__(self, engine: MemoryEngine) -> None:
+    def __init__(self, engine: MemoryEngine | EnginePool, *, session_id: str | None = None) -> None:
+        if isinstance(engine, EnginePool):
+            if session_id is None:
+                raise TypeError("SynapseChatMessageHistory(pool, session_id=...) needs the session id")
+            engine = engine.get(namespace_key("history", "session", session_id))
+        elif session_id is not None:
+            raise TypeError("session_id is for a pool; a Synapse is one history already")
         self.engine = engine
 
     @property

@@ -15,13 +15,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._adapter_utils import EnginePool, list_episodes, require
+from .._adapter_utils import EnginePool, list_episodes, namespace_key, require
+from ..pool import escape_value, parse_namespace_key, unescape_value
 
 require("langgraph", "langgraph")
 
@@ -47,8 +49,32 @@ _META = "langgraph_store"  # the turn-metadata key holding the item
 _OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
 
-def _node_id(key: str) -> str:
-    return "kv-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+#: Longest item key accepted (characters, once escaped): the key is part of the node id.
+MAX_KEY_CHARS = 480
+
+
+def _node_ids(key: str) -> list[str]:
+    """The ids an item's versions may have: ``kv:<escaped key>#a`` and ``#b`` (an update
+    writes the free one before the old one is removed), and the id of items stored before
+    keys were kept in ids (``kv-<sha256>``). The key is an identifier: it lives in the
+    id, which the write firewall does not rewrite, so a key holding an e-mail address
+    can be read, updated and deleted with any firewall setting."""
+    esc = escape_value(key)
+    if len(esc) > MAX_KEY_CHARS:
+        raise ValueError(f"store keys are limited to {MAX_KEY_CHARS} characters (escaped), "
+                         f"got {len(esc)}")
+    return [f"kv:{esc}#a", f"kv:{esc}#b", _legacy_id(key)]
+
+
+def _legacy_id(key: str) -> str:
+    return "kv-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _key_of(node_id: str, rec: Mapping[str, Any]) -> str | None:
+    """The item key of a stored version (None: not a store item)."""
+    if node_id.startswith("kv:") and "#" in node_id:
+        return unescape_value(node_id[3:].rpartition("#")[0])
+    return rec.get("key") if node_id.startswith("kv-") else None
 
 
 def _string_leaves(value: Any) -> list[str]:
@@ -132,9 +158,14 @@ class SynapseStore(BaseStore):
     - ``index=False`` on ``put`` keeps the item out of query results (it is still a node of
       the memory graph, since SYNAPSE stores every item as an episode); ``index=[paths]``
       chooses the fields whose text is indexed (LangGraph's path syntax).
-    - Updating a key replaces its node (``created_at`` is kept); deleting forgets it for good
-      (:meth:`Synapse.forget`, which also scrubs the text from Chroma and old snapshots).
-    - Values pass through the engine's write firewall (secrets are redacted by default).
+    - Updating a key writes the new version first and only then forgets the old one
+      (``created_at`` is kept): an update the engine refuses (too long, blocked by the
+      firewall, a storage or embedding error) raises and leaves the item as it was.
+      Deleting forgets every version for good (:meth:`Synapse.forget`, which also scrubs
+      the text from Chroma and old snapshots).
+    - Values pass through the engine's write firewall (secrets are redacted by default);
+      keys are identifiers, kept in the node id as given (escaped), never redacted: do not
+      put secrets in keys. Keys are at most 480 characters once escaped.
     - TTLs are not supported (``supports_ttl = False``).
 
     Args:
@@ -160,8 +191,8 @@ class SynapseStore(BaseStore):
             self.pool, self._owns_pool = path, False
         else:
             self.pool, self._owns_pool = EnginePool(path, **engine_kwargs), True
-        if not prefix or ":" in prefix:
-            raise ValueError("prefix must be a non-empty string without ':'")
+        if not isinstance(prefix, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$", prefix):
+            raise ValueError("prefix must be a name of letters, digits, '_' and '-'")
         self.prefix = prefix
         self.gate = gate
         self.index_fields = None if index_fields is None else list(index_fields)
@@ -170,14 +201,24 @@ class SynapseStore(BaseStore):
 
     # -- mapping ---------------------------------------------------------------------------
     def _engine_ns(self, namespace: tuple[str, ...]) -> str:
-        return f"{self.prefix}:" + ".".join(namespace)
+        # a typed key (store, prefix, labels): no label can name another adapter's memory
+        return namespace_key("store", self.prefix, ".".join(namespace))
+
+    def _labels(self, name: str) -> tuple[str, ...] | None:
+        """The LangGraph namespace of an engine namespace of this store (typed, or the
+        ``<prefix>:<labels>`` name of memories stored before typed keys), else None."""
+        parsed = parse_namespace_key(name)
+        if parsed is not None:
+            adapter, kind, value = parsed
+            return tuple(value.split(".")) if (adapter, kind) == ("store", self.prefix) else None
+        head = f"{self.prefix}:"
+        return tuple(name[len(head):].split(".")) if name.startswith(head) else None
 
     def _store_namespaces(self) -> list[tuple[str, ...]]:
-        head = f"{self.prefix}:"
         if self._stored is None:  # listing Chroma's collections is slow: once per store
             self._stored = set(self.pool.namespaces())
         names = self._stored | set(self.pool.opened())
-        return sorted(tuple(ns[len(head):].split(".")) for ns in names if ns.startswith(head))
+        return sorted({labels for n in names if (labels := self._labels(n)) is not None})
 
     def _text(self, value: Mapping[str, Any], index: Sequence[str] | None) -> str:
         paths = index if index is not None else self.index_fields
@@ -188,14 +229,38 @@ class SynapseStore(BaseStore):
         return "\n".join(texts) if texts else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
     def _records(self, namespace: tuple[str, ...]) -> list[dict[str, Any]]:
-        """The stored items of one namespace (their ``_META`` dicts), in ingestion order."""
+        """The stored items of one namespace, one per key (the newest version when an
+        update was cut short), in ingestion order: ``_META`` dicts with ``key``, ``id``
+        and ``namespace`` added."""
         engine = self.pool.get(self._engine_ns(namespace))
-        out = []
+        found: dict[str, dict[str, Any]] = {}
         for ep in list_episodes(engine):
-            rec = (ep.get("metadata") or {}).get(_META)
-            if rec is not None:
-                out.append(rec)
-        return out
+            rec = self._record(ep["id"], ep.get("metadata"), namespace)
+            if rec is not None and (rec["key"] not in found
+                                    or rec["updated_at"] >= found[rec["key"]]["updated_at"]):
+                found.pop(rec["key"], None)
+                found[rec["key"]] = rec
+        return list(found.values())
+
+    @staticmethod
+    def _record(node_id: str, metadata: Mapping[str, Any] | None,
+                namespace: tuple[str, ...]) -> dict[str, Any] | None:
+        rec = (metadata or {}).get(_META)
+        key = _key_of(node_id, rec) if isinstance(rec, Mapping) else None
+        if key is None:
+            return None
+        return {**rec, "key": key, "id": node_id, "namespace": list(namespace)}
+
+    def _versions(self, engine: Any, namespace: tuple[str, ...], key: str) -> list[dict[str, Any]]:
+        """The stored versions of ``key`` (newest first)."""
+        out = []
+        for node_id in _node_ids(key):
+            if engine.contains(node_id):
+                rec = self._record(node_id, engine.get(node_id, include_archived=True)
+                                   .get("metadata"), namespace)
+                if rec is not None and rec["key"] == key or node_id == _legacy_id(key) and rec:
+                    out.append({**rec, "key": key})
+        return sorted(out, key=lambda r: r["updated_at"], reverse=True)
 
     @staticmethod
     def _item(rec: Mapping[str, Any], cls: type = Item, **extra: Any) -> Any:
@@ -208,10 +273,8 @@ class SynapseStore(BaseStore):
         if not op.namespace or op.namespace not in self._store_namespaces():
             return None
         engine = self.pool.get(self._engine_ns(op.namespace))
-        node = _node_id(op.key)
-        attrs = engine.get(node, include_archived=True) if engine.contains(node) else None
-        rec = (attrs or {}).get("metadata", {}).get(_META)
-        return self._item(rec) if rec is not None and rec["key"] == op.key else None
+        versions = self._versions(engine, tuple(op.namespace), op.key)
+        return self._item(versions[0]) if versions else None
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
@@ -227,10 +290,14 @@ class SynapseStore(BaseStore):
                 result = engine.retrieve(op.query, k=size)
                 if result.rejected and self.gate:
                     continue
+                best: dict[str, tuple[float, dict[str, Any]]] = {}
                 for it in result.items:
-                    rec = it.metadata.get(_META) if it.kind == "episode" else None
+                    rec = self._record(it.id, it.metadata, ns) if it.kind == "episode" else None
                     if rec is not None and rec.get("indexed", True) and _matches(rec["value"], op.filter):
-                        hits.append((it.score, rec))
+                        seen = best.get(rec["key"])  # one hit per key: its newest version
+                        if seen is None or rec["updated_at"] > seen[1]["updated_at"]:
+                            best[rec["key"]] = (it.score, rec)
+                hits += best.values()
             else:
                 hits += [(None, rec) for rec in self._records(ns) if _matches(rec["value"], op.filter)]
         if op.query:
@@ -249,35 +316,45 @@ class SynapseStore(BaseStore):
         return sorted(set(found))[op.offset:op.offset + op.limit]
 
     def _apply_puts(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
+        """Write the puts of each namespace: every new version is validated and stored
+        first (one ``add_turns``: all of them or, when one is refused, none), and only
+        then are the versions they replace and the deleted items forgotten. A refused or
+        failed update leaves the item as it was."""
         now = datetime.now(timezone.utc).isoformat()
         by_namespace: dict[tuple[str, ...], list[PutOp]] = {}
         for (namespace, _), op in puts.items():
             by_namespace.setdefault(namespace, []).append(op)
         for namespace, ops in by_namespace.items():
-            existing = {} if namespace not in self._store_namespaces() else \
-                {rec["key"]: rec for rec in self._records(namespace)}
-            if not existing and all(op.value is None for op in ops):
+            known = namespace in self._store_namespaces()
+            if not known and all(op.value is None for op in ops):
                 continue  # deleting from an empty namespace: nothing to do, nothing to create
             engine = self.pool.get(self._engine_ns(namespace))
-            doomed = [_node_id(op.key) for op in ops if op.key in existing]
-            turns = []
+            turns, doomed, stale = [], [], []
             for op in ops:
+                if op.value is not None and not isinstance(op.value, Mapping):
+                    raise TypeError(f"a store value must be a dict, got {type(op.value).__name__}")
+                ids = _node_ids(op.key)
+                versions = self._versions(engine, namespace, op.key) if known else []
+                doomed += [v["id"] for v in versions]
                 if op.value is None:
                     continue
-                if not isinstance(op.value, Mapping):
-                    raise TypeError(f"a store value must be a dict, got {type(op.value).__name__}")
-                value = json.loads(json.dumps(dict(op.value)))  # a JSON dict, detached from the caller
-                old = existing.get(op.key)
-                rec = {"namespace": list(namespace), "key": op.key, "value": value,
-                       "created_at": old["created_at"] if old else now, "updated_at": now,
-                       "indexed": op.index is not False}
+                if len(versions) > 1:  # an update cut short left two: the older goes first
+                    stale += [v["id"] for v in versions[1:]]
+                taken = {v["id"] for v in versions[:1]}
+                new_id = next(i for i in ids[:2] if i not in taken)
+                value = json.loads(json.dumps(dict(op.value)))  # a JSON dict, detached
+                rec = {"value": value, "updated_at": now, "indexed": op.index is not False,
+                       "created_at": versions[0]["created_at"] if versions else now}
                 index = op.index if isinstance(op.index, list) else None
-                turns.append({"text": self._text(value, index), "id": _node_id(op.key),
+                turns.append({"text": self._text(value, index), "id": new_id,
                               "timestamp": now, "metadata": {_META: rec}})
+            if stale:
+                engine.forget(ids=stale)
+            if turns:
+                written = set(engine.add_turns(turns))  # refused: nothing changed
+                doomed = [i for i in doomed if i not in written]
             if doomed:
                 engine.forget(ids=doomed)
-            if turns:
-                engine.add_turns(turns)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order (consecutive puts are applied together, last write wins)."""

@@ -200,6 +200,13 @@ class SnapshotStore:
                 logger.warning("skipping unreadable snapshot: %s", exc)
                 errors.append(str(exc))
                 continue
+            except (Exception, RecursionError) as exc:  # noqa: B014 - whatever a crafted file does
+                # (JSON nested past the recursion limit, values no check foresaw): an
+                # unreadable version, never a failed open while an older one is good
+                msg = f"snapshot {self._dir(v)} could not be read: {type(exc).__name__}: {exc}"
+                logger.warning("skipping unreadable snapshot: %s", msg)
+                errors.append(msg[:500])
+                continue
             if errors:
                 logger.warning("loaded older snapshot v%06d because newer ones were unreadable", v)
             return manifest, files
