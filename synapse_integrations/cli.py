@@ -274,6 +274,48 @@ def cmd_bench_longmemeval(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_probes_table(results: dict[str, Any]) -> str:
+    """Methods x probe kinds: identifier rank-1 and MRR, bridge hit@10, update order,
+    never-said rejection (engine methods only)."""
+    c = results["counts"]
+    methods = results["methods"]
+    width = max([len(m) for m in methods] + [12])
+    cols = [("identifier", "rank1", "ident r@1"), ("identifier", "mrr", "ident MRR"),
+            ("bridge", "hit@10", "bridge@10"), ("update", "newer_above_older", "upd newer>"),
+            ("update", "newer_top5", "upd top5"), ("never_said", "rejected", "never rej"),
+            ("never_said", "false_refusal", "false ref")]
+    lines = [f"probes (%): identifier {c['identifier']}, bridge {c['bridge']}, update "
+             f"{c['update']}, never said {c['never_said']}; false ref = answerable probes "
+             f"refused by the same gate",
+             f"{'method':<{width}} " + " ".join(f"{h:>10}" for _, _, h in cols)
+             + f" {'p50 ms':>8}"]
+    for name, m in methods.items():
+        cells = [_pct((m.get(kind) or {}).get(key)) for kind, key, _ in cols]
+        lines.append(f"{name:<{width}} " + " ".join(cells) + f" {m['latency_ms']['p50']:>8.1f}")
+    lines.append("")
+    for name, m in methods.items():
+        ident = m.get("identifier", {}).get("groups", {})
+        parts = [f"{g} {v['rank1'] * v['n']:.0f}/{v['n']} at rank 1" for g, v in ident.items()]
+        if "bridge" in m:
+            parts.append("bridge types hit@10: " + ", ".join(
+                f"{t} {100 * v:.0f}" for t, v in m["bridge"]["types"].items()))
+        lines.append(f"{name}: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def cmd_bench_probes(args: argparse.Namespace) -> int:
+    from .bench.probes import PROBE_METHODS, run_probes
+
+    t0 = time.perf_counter()
+    results = run_probes(args.locomo, probes=args.probes, methods=args.methods or PROBE_METHODS,
+                         kinds=args.kinds, embedder=_embedder(args),
+                         progress=_tqdm_factory(not args.no_progress))
+    _write_json(args.out, results)
+    print(format_probes_table(results))
+    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
+    return 0
+
+
 def cmd_bench_perf(args: argparse.Namespace) -> int:
     from .bench.perf import format_perf_table, run_perf
 
@@ -349,6 +391,23 @@ def build_parser() -> argparse.ArgumentParser:
                      help="only the first N questions (after --types)")
     _retrieval_args(lme)
     lme.set_defaults(func=cmd_bench_longmemeval)
+
+    prb = bsub.add_parser("probes", help="our probe sets inside real LoCoMo conversations: exact "
+                                         "identifiers, two-hop bridges, never-said questions, "
+                                         "knowledge updates")
+    prb.add_argument("--locomo", required=True, help="LoCoMo JSON holding the dev conversations")
+    prb.add_argument("--probes", default=None,
+                     help="probe JSON (default: the packaged data/probes_v1.json)")
+    prb.add_argument("--kinds", type=_csv(str), default=None,
+                     help="comma-separated kinds: identifier, bridge, never_said, update")
+    prb.add_argument("--methods", type=_csv(str), default=None,
+                     help="comma-separated methods (default: bm25, dense, hybrid_rrf, fusion, "
+                          "synapse, synapse-paper)")
+    prb.add_argument("--out", required=True, help="results JSON")
+    prb.add_argument("--embed-cache", default=None, metavar="DIR",
+                     help="keep turn embeddings in DIR between runs")
+    prb.add_argument("--no-progress", action="store_true", help="no progress bar")
+    prb.set_defaults(func=cmd_bench_probes)
 
     perf = bsub.add_parser("perf", help="latency and throughput against memory size")
     perf.add_argument("--nodes", type=_csv(int), default=[1000, 10000, 100000],
