@@ -40,7 +40,7 @@ __all__ = [
 RRF_CONSTANT = 60
 #: ``fusion``'s BM25 weight, chosen on LoCoMo dev and LongMemEval-S dev
 #: (docs/benchmarks.md, "The fusion baseline").
-FUSION_WEIGHT = 0.5
+FUSION_WEIGHT = 0.4
 #: The baselines every benchmark runs by default (names are a contract).
 BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid_rrf", "fusion")
 _FUSION_W = re.compile(r"^fusion-w(\d+(?:\.\d+)?)$")
@@ -52,7 +52,7 @@ def fusion_weight(name: str) -> float | None:
     """The BM25 weight of a fusion method name (``None`` for any other name).
 
     >>> fusion_weight("fusion"), fusion_weight("fusion-w0.3"), fusion_weight("bm25")
-    (0.5, 0.3, None)
+    (0.4, 0.3, None)
     """
     if name == "fusion":
         return FUSION_WEIGHT
