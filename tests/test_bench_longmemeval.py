@@ -270,6 +270,8 @@ def test_vector_cache_round_trip(tmp_path) -> None:
     emb = CachingEmbedder(HashingEmbedder(dim=384), store=store)
     emb.prefetch(["a b", "c d", "a b"])
     assert emb.embedded == 2 and len(store) == 2
+    emb.flush()
+    assert len(list((tmp_path / "c").glob("vectors-*.npz"))) == 1
     again = CachingEmbedder(HashingEmbedder(dim=384),
                             store=VectorCache(tmp_path / "c", embedder="hashing", dim=384))
     np.testing.assert_array_equal(again.embed_documents(["c d"]), emb.embed_documents(["c d"]))

@@ -180,6 +180,11 @@ class CachingEmbedder:
             if self.store is not None:
                 self.store.put(missing, vectors)
 
+    def flush(self) -> None:
+        """Write what the disk cache holds in memory (no-op without one)."""
+        if self.store is not None:
+            self.store.flush()
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         self.prefetch(texts)
@@ -365,6 +370,7 @@ def run_memories(
                 state.seconds["retrieve"] += time.perf_counter() - t0
             finally:
                 mem.close()
+        embedder.flush()  # the disk cache, once per memory
         if on_memory is not None:
             on_memory(memory)
     return state

@@ -8,7 +8,7 @@ vectors between runs, so a re-run (another method set, another k) skips the embe
 
 Layout: ``manifest.json`` (``{"format": 1, "embedder": name, "dim": d}``) and shards
 ``vectors-NNNNN.npz`` (``keys``: SHA-256 hex of each text, ``vectors``: float32 rows),
-each written atomically, never rewritten; ``allow_pickle=False`` on read. A cache made by
+each written atomically by :meth:`VectorCache.flush`, never rewritten; ``allow_pickle=False`` on read. A cache made by
 another embedder (manifest name or dimension differs) is refused with an error, never
 mixed.
 
@@ -17,6 +17,7 @@ mixed.
 >>> d = tempfile.mkdtemp()
 >>> store = VectorCache(d, embedder="toy", dim=2)
 >>> store.put(["hi"], np.array([[1.0, 0.0]], dtype=np.float32))
+>>> store.flush()
 >>> VectorCache(d, embedder="toy", dim=2).get(["hi", "new"])[0].tolist()
 [1.0, 0.0]
 """
@@ -62,6 +63,8 @@ class VectorCache:
         else:
             _atomic_write(manifest, json.dumps(want).encode("utf-8"))
         self._rows: dict[str, np.ndarray] = {}
+        self._pending: dict[str, np.ndarray] = {}
+        self.flush_every = 4096
         self._shards = 0
         for shard in sorted(self.path.glob("vectors-*.npz")):
             with np.load(shard, allow_pickle=False) as z:
@@ -81,20 +84,28 @@ class VectorCache:
         return [self._rows.get(text_key(t)) for t in texts]
 
     def put(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        """Store the vectors of ``texts`` (one new shard; texts already cached are skipped)."""
+        """Store the vectors of ``texts`` (texts already cached are skipped). They are
+        readable at once; on disk they go into the next shard, written by :meth:`flush`
+        (called by the benchmarks after each memory, and whenever
+        ``flush_every`` rows are pending)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape != (len(texts), self.dim):
             raise InvalidInputError(f"expected {len(texts)} vectors of dim {self.dim}, "
                                     f"got shape {vectors.shape}")
-        fresh = {}
         for t, v in zip(texts, vectors):
             k = text_key(t)
             if k not in self._rows:
-                fresh[k] = v
-        if not fresh:
+                self._rows[k] = v
+                self._pending[k] = v
+        if len(self._pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending vectors as one new shard (atomically; nothing if none)."""
+        if not self._pending:
             return
-        keys = np.array(list(fresh), dtype="<U64")
-        vecs = np.stack(list(fresh.values()))
+        keys = np.array(list(self._pending), dtype="<U64")
+        vecs = np.stack(list(self._pending.values()))
         while (self.path / f"vectors-{self._shards:05d}.npz").exists():
             self._shards += 1
         target = self.path / f"vectors-{self._shards:05d}.npz"
@@ -103,7 +114,7 @@ class VectorCache:
             np.savez(fh, keys=keys, vectors=vecs)
         os.replace(tmp, target)
         self._shards += 1
-        self._rows.update(fresh)
+        self._pending = {}
 
 
 def _atomic_write(target: Path, data: bytes) -> None:
