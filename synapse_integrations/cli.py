@@ -4,8 +4,11 @@
 embedded Chroma and shows, for a few questions, what memory returns and why.
 
 ``synapse bench locomo --data FILE --out results.json`` measures retrieval quality on LoCoMo
-(baselines, SYNAPSE, ablations, gate); ``synapse bench perf --out perf.json`` measures latency
-and throughput against memory size. See docs/benchmarks.md.
+(baselines, SYNAPSE, ablations, gate); ``synapse bench longmemeval --data FILE --out ...`` the
+same on LongMemEval (one memory per question); ``synapse bench probes --locomo FILE --out ...``
+runs our own probe sets (exact identifiers, two-hop bridges, never-said questions, knowledge
+updates) inside real LoCoMo conversations; ``synapse bench perf --out perf.json`` measures
+latency and throughput against memory size. See docs/benchmarks.md.
 
 ``synapse serve http|mcp --path DIR`` serves a memory folder (REST API, MCP server);
 ``synapse add|query|inspect|verify|repair|forget|export|import`` operate on a folder or a
@@ -118,40 +121,121 @@ def _tqdm_factory(enabled: bool) -> Any:
         from tqdm import tqdm
     except ImportError:
         return None
-    return lambda total, desc: tqdm(total=total, desc=desc, unit="turn", file=sys.stderr,
-                                    leave=False)
+
+    def make(total: int, desc: str, unit: str = "turn") -> Any:
+        return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+
+    return make
+
+
+def _pct(value: Any, width: int = 10) -> str:
+    return f"{'-':>{width}}" if value is None else f"{100 * value:>{width}.1f}"
+
+
+def format_recall_table(results: dict[str, Any], cats: Sequence[str], names: dict[str, str],
+                        metric: str = "recall", header: str = "") -> list[str]:
+    """A methods x categories table of ``<metric>@k`` (percent) for every k, plus latency
+    and, per k, the best baseline and the reference method's margin over it."""
+    lines: list[str] = []
+    methods = results["methods"]
+    ks = sorted({int(key.split("@")[1]) for m in methods.values() for key in m
+                 if key.startswith(f"{metric}@")})
+    width = max([len(m) for m in methods] + [12])
+    bb = results.get("best_baseline") or {}
+    for k in ks:
+        key = f"{metric}@{k}"
+        lines.append(f"{key} (%)  {header}".rstrip())
+        lines.append(f"{'method':<{width}} " + " ".join(f"{names[c]:>10}" for c in cats)
+                     + f" {'p50 ms':>8} {'p95 ms':>8}")
+        for name, m in methods.items():
+            r = m[key]
+            lines.append(f"{name:<{width}} " + " ".join(_pct(r.get(c)) for c in cats)
+                         + f" {m['latency_ms']['p50']:>8.1f} {m['latency_ms']['p95']:>8.1f}")
+        if key in bb:
+            per = bb[key]
+            lines.append(f"{'best baseline':<{width}} " + " ".join(
+                f"{per[c]['baseline'][:10]:>10}" if c in per else f"{'-':>10}" for c in cats))
+            lines.append(f"{bb['method'] + ' margin':<{width}} " + " ".join(
+                f"{100 * per[c]['margin']:>+10.1f}" if c in per else f"{'-':>10}"
+                for c in cats))
+        lines.append("")
+    return lines
+
+
+def format_gate(gate: dict[str, Any] | None, refuse: str, answer: str) -> list[str]:
+    if not gate:
+        return []
+    lines = [f"gate ({gate['method']}, {gate.get('signal', '')} tau {gate['tau']:g}): {refuse} "
+             f"rejected {100 * gate['adversarial_rejection']:.1f}%, false refusals "
+             f"({answer}) {100 * gate['false_refusal']:.1f}%",
+             f"  tau    {refuse + ' rejected':>20}  false refusal"]
+    for row in gate["sweep"]:
+        lines.append(f"  {row['tau']:<6g} {100 * row['adversarial_rejection']:>20.1f} "
+                     f"{100 * row['false_refusal']:>14.1f}")
+    return lines
+
+
+def format_first_query(results: dict[str, Any]) -> list[str]:
+    lines = []
+    for method, fq in (results.get("first_query_ms") or {}).items():
+        warm = results["methods"].get(method, {}).get("latency_ms")
+        lines.append(f"first query after ingestion ({method}, {fq['n']} memories): p50 "
+                     f"{fq['p50']:.1f} ms, p95 {fq['p95']:.1f} ms"
+                     + (f"; warm p50 {warm['p50']:.1f} ms, p95 {warm['p95']:.1f} ms"
+                        if warm else ""))
+    return lines
 
 
 def format_locomo_table(results: dict[str, Any]) -> str:
     """A methods x categories table of recall@k (percent) for every k, plus latency."""
-    lines: list[str] = []
     cats = ["1", "2", "3", "4", "5", "1-4"]
     names = {"1": "multi-hop", "2": "temporal", "3": "open-dom", "4": "single-hop",
              "5": "advers.", "1-4": "pooled 1-4"}
-    methods = results["methods"]
-    ks = sorted({int(key.split("@")[1]) for m in methods.values() for key in m if key.startswith("recall@")})
     q = results["questions"]
-    width = max([len(m) for m in methods] + [10])
-    for k in ks:
-        lines.append(f"recall@{k} (%)  questions: " + ", ".join(f"{c}={q[c]}" for c in cats[:5]))
-        lines.append(f"{'method':<{width}} " + " ".join(f"{names[c]:>10}" for c in cats)
-                     + f" {'p50 ms':>8} {'p95 ms':>8}")
-        for name, m in methods.items():
-            r = m[f"recall@{k}"]
-            lines.append(f"{name:<{width}} " + " ".join(f"{100 * r[c]:>10.1f}" for c in cats)
-                         + f" {m['latency_ms']['p50']:>8.1f} {m['latency_ms']['p95']:>8.1f}")
-        lines.append("")
-    gate = results.get("gate")
-    if gate:
-        lines.append(f"gate ({gate['method']}, tau {gate['tau']:g}): adversarial rejected "
-                     f"{100 * gate['adversarial_rejection']:.1f}%, false refusals "
-                     f"{100 * gate['false_refusal']:.1f}%")
-        lines.append("  tau    advers.rejected  false refusal")
-        for row in gate["sweep"]:
-            lines.append(f"  {row['tau']:<6g} {100 * row['adversarial_rejection']:>15.1f} "
-                         f"{100 * row['false_refusal']:>14.1f}")
+    lines = format_recall_table(results, cats, names, header="questions: " + ", ".join(
+        f"{c}={q[c]}" for c in cats[:5]))
+    lines += format_gate(results.get("gate"), "adversarial", "categories 1-4")
+    lines += format_first_query(results)
     lines.append(f"skipped malformed evidence ids: {results['skipped_evidence']}")
     return "\n".join(lines)
+
+
+LME_NAMES = {"single-session-user": "ss-user", "single-session-assistant": "ss-asst",
+             "single-session-preference": "ss-pref", "multi-session": "multi-sess",
+             "temporal-reasoning": "temporal", "knowledge-update": "know-upd",
+             "abstention": "abstention", "pooled": "pooled"}
+
+
+def format_longmemeval_table(results: dict[str, Any]) -> str:
+    """Turn- and session-level recall@k per question type, gate, first-query latency."""
+    q = results["questions"]
+    first = next(iter(results["methods"].values()))
+    cats = list(next(v for key, v in first.items() if key.startswith("recall@")))
+    names = {c: LME_NAMES.get(c, c[:10]) for c in cats}
+    header = "questions: " + ", ".join(f"{names[c]}={n}" for c, n in q.items() if c in names)
+    lines = format_recall_table(results, cats, names, "recall", "turn level; " + header)
+    lines += format_recall_table(results, cats, names, "session_recall", "session level")
+    lines += format_gate(results.get("gate"), "abstention", "other questions")
+    lines += format_first_query(results)
+    t = results.get("timing_s") or {}
+    if t:
+        lines.append(f"time: {t['total']:.0f} s in all (embedding and cache reads "
+                     f"{t['embed']:.0f} s, {t['embedded_texts']} texts embedded; ingestion "
+                     f"{t['ingest']:.0f} s; retrieval {t['retrieve']:.0f} s)")
+    lines.append(f"skipped: {results['skipped']}")
+    return "\n".join(lines)
+
+
+def _embedder(args: argparse.Namespace) -> Any:
+    """The benchmark's embedder: the packaged model, through the disk cache if asked."""
+    from .bench.retrieval import CachingEmbedder
+
+    store = None
+    if getattr(args, "embed_cache", None):
+        from .bench.vector_cache import VectorCache
+
+        store = VectorCache(args.embed_cache, embedder="all-MiniLM-L6-v2", dim=384)
+    return CachingEmbedder(None, store=store)
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
@@ -161,6 +245,7 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     results = run_locomo(
         args.data, conversations=args.conversations, methods=args.methods or DEFAULT_METHODS,
         ks=args.k or DEFAULT_KS, progress=_tqdm_factory(not args.no_progress),
+        embedder=_embedder(args),
     )
     _write_json(args.out, results)
     print(format_locomo_table(results))
@@ -170,6 +255,68 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
 
         for path in plot_locomo(results, args.plot):
             print(f"wrote {path}")
+    return 0
+
+
+def cmd_bench_longmemeval(args: argparse.Namespace) -> int:
+    from .bench.retrieval import DEFAULT_KS, DEFAULT_METHODS, run_longmemeval
+
+    t0 = time.perf_counter()
+    results = run_longmemeval(
+        args.data, methods=args.methods or DEFAULT_METHODS, ks=args.k or DEFAULT_KS,
+        types=args.types, limit=args.limit, progress=_tqdm_factory(not args.no_progress),
+        embedder=_embedder(args),
+    )
+    _write_json(args.out, results)
+    print(format_longmemeval_table(results))
+    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
+    if args.plot:
+        from .bench.plots import plot_longmemeval
+
+        for path in plot_longmemeval(results, args.plot):
+            print(f"wrote {path}")
+    return 0
+
+
+def format_probes_table(results: dict[str, Any]) -> str:
+    """Methods x probe kinds: identifier rank-1 and MRR, bridge hit@10, update order,
+    never-said rejection (engine methods only)."""
+    c = results["counts"]
+    methods = results["methods"]
+    width = max([len(m) for m in methods] + [12])
+    cols = [("identifier", "rank1", "ident r@1"), ("identifier", "mrr", "ident MRR"),
+            ("bridge", "hit@10", "bridge@10"), ("update", "newer_above_older", "upd newer>"),
+            ("update", "newer_top5", "upd top5"), ("never_said", "rejected", "never rej"),
+            ("never_said", "false_refusal", "false ref")]
+    lines = [f"probes (%): identifier {c['identifier']}, bridge {c['bridge']}, update "
+             f"{c['update']}, never said {c['never_said']}; false ref = answerable probes "
+             f"refused by the same gate",
+             f"{'method':<{width}} " + " ".join(f"{h:>10}" for _, _, h in cols)
+             + f" {'p50 ms':>8}"]
+    for name, m in methods.items():
+        cells = [_pct((m.get(kind) or {}).get(key)) for kind, key, _ in cols]
+        lines.append(f"{name:<{width}} " + " ".join(cells) + f" {m['latency_ms']['p50']:>8.1f}")
+    lines.append("")
+    for name, m in methods.items():
+        ident = m.get("identifier", {}).get("groups", {})
+        parts = [f"{g} {v['rank1'] * v['n']:.0f}/{v['n']} at rank 1" for g, v in ident.items()]
+        if "bridge" in m:
+            parts.append("bridge types hit@10: " + ", ".join(
+                f"{t} {100 * v:.0f}" for t, v in m["bridge"]["types"].items()))
+        lines.append(f"{name}: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def cmd_bench_probes(args: argparse.Namespace) -> int:
+    from .bench.probes import PROBE_METHODS, run_probes
+
+    t0 = time.perf_counter()
+    results = run_probes(args.locomo, probes=args.probes, methods=args.methods or PROBE_METHODS,
+                         kinds=args.kinds, embedder=_embedder(args),
+                         progress=_tqdm_factory(not args.no_progress))
+    _write_json(args.out, results)
+    print(format_probes_table(results))
+    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
     return 0
 
 
@@ -200,6 +347,20 @@ def _write_json(path: str, data: dict[str, Any]) -> None:
     tmp.replace(target)
 
 
+def _retrieval_args(p: argparse.ArgumentParser) -> None:
+    from .bench.retrieval import method_names
+
+    p.add_argument("--methods", type=_csv(str), default=None,
+                   help="comma-separated methods (default: every default one): "
+                        + ", ".join(method_names()))
+    p.add_argument("--k", type=_csv(int), default=None, help="comma-separated k (default 5,10,30)")
+    p.add_argument("--plot", default=None, metavar="DIR", help="save PNG plots in DIR")
+    p.add_argument("--out", required=True, help="results JSON")
+    p.add_argument("--embed-cache", default=None, metavar="DIR",
+                   help="keep turn embeddings in DIR between runs (created if missing)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="synapse", description="SYNAPSE long-term memory tools")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
@@ -219,17 +380,38 @@ def build_parser() -> argparse.ArgumentParser:
     loc.add_argument("--data", required=True, help="LoCoMo JSON (locomo10.json or a subset)")
     loc.add_argument("--conversations", type=_csv(str), default=None,
                      help="comma-separated sample ids (default: all)")
-    loc.add_argument("--methods", type=_csv(str), default=None,
-                     help="comma-separated methods (default: all): dense, bm25, hybrid_rrf, "
-                          "synapse, synapse-paper, synapse-entity-feedback, synapse-no-gate, "
-                          "synapse-no-inhibition, "
-                          "synapse-no-fan, synapse-no-decay, synapse-no-pagerank, "
-                          "synapse-no-activation, synapse-no-graph")
-    loc.add_argument("--k", type=_csv(int), default=None, help="comma-separated k (default 5,10,30)")
-    loc.add_argument("--plot", default=None, metavar="DIR", help="save PNG plots in DIR")
-    loc.add_argument("--out", required=True, help="results JSON")
-    loc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _retrieval_args(loc)
     loc.set_defaults(func=cmd_bench_locomo)
+
+    lme = bsub.add_parser("longmemeval", help="recall@k per LongMemEval question type (one "
+                                              "memory per question): baselines, SYNAPSE, "
+                                              "ablations, gate sweep")
+    lme.add_argument("--data", required=True,
+                     help="LongMemEval JSON, plain or gzip (e.g. longmemeval_s_dev.json.gz)")
+    lme.add_argument("--types", type=_csv(str), default=None,
+                     help="comma-separated question types (default: all; 'abstention' "
+                          "selects the _abs questions)")
+    lme.add_argument("--limit", type=int, default=None, metavar="N",
+                     help="only the first N questions (after --types)")
+    _retrieval_args(lme)
+    lme.set_defaults(func=cmd_bench_longmemeval)
+
+    prb = bsub.add_parser("probes", help="our probe sets inside real LoCoMo conversations: exact "
+                                         "identifiers, two-hop bridges, never-said questions, "
+                                         "knowledge updates")
+    prb.add_argument("--locomo", required=True, help="LoCoMo JSON holding the dev conversations")
+    prb.add_argument("--probes", default=None,
+                     help="probe JSON (default: the packaged data/probes_v1.json)")
+    prb.add_argument("--kinds", type=_csv(str), default=None,
+                     help="comma-separated kinds: identifier, bridge, never_said, update")
+    prb.add_argument("--methods", type=_csv(str), default=None,
+                     help="comma-separated methods (default: bm25, dense, hybrid_rrf, fusion, "
+                          "synapse, synapse-paper)")
+    prb.add_argument("--out", required=True, help="results JSON")
+    prb.add_argument("--embed-cache", default=None, metavar="DIR",
+                     help="keep turn embeddings in DIR between runs")
+    prb.add_argument("--no-progress", action="store_true", help="no progress bar")
+    prb.set_defaults(func=cmd_bench_probes)
 
     perf = bsub.add_parser("perf", help="latency and throughput against memory size")
     perf.add_argument("--nodes", type=_csv(int), default=[1000, 10000, 100000],

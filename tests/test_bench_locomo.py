@@ -44,7 +44,8 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
                "--out", str(out), "--no-progress", "--plot", str(tmp_path / "plots")])
     assert rc == 0
     res = json.loads(out.read_text())
-    assert set(res) == {"dataset", "conversations", "questions", "skipped_evidence", "methods", "gate"}
+    assert set(res) == {"dataset", "conversations", "questions", "skipped_evidence", "methods", "gate",
+                        "best_baseline", "first_query_ms", "timing_s"}
     assert res["conversations"] == ["tiny-a", "tiny-b"]
     assert set(res["questions"]) == {"1", "2", "3", "4", "5"}
     assert sum(res["questions"].values()) == 12
@@ -61,7 +62,8 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
     assert res["methods"]["dense"]["recall@10"]["1-4"] > 0.3
     gate = res["gate"]
     assert gate["method"] == "synapse"
-    assert set(gate) == {"method", "tau", "adversarial_rejection", "false_refusal", "sweep"}
+    assert set(gate) == {"method", "tau", "signal", "should_refuse", "adversarial_rejection",
+                         "false_refusal", "sweep"}
     taus = [row["tau"] for row in gate["sweep"]]
     assert {0.0, 0.05, 0.1, 0.12, 0.15, 0.2, 0.3} <= set(taus)
     for row in gate["sweep"]:
@@ -71,3 +73,11 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
     printed = capsys.readouterr().out
     assert "recall@10" in printed and "hybrid_rrf" in printed and "pooled 1-4" in printed
     assert (tmp_path / "plots" / "locomo_recall.png").stat().st_size > 0
+    bb = res["best_baseline"]
+    assert bb["method"] == "synapse" and set(bb) == {"method", "recall@5", "recall@10"}
+    for cat, row in bb["recall@10"].items():
+        best = max(res["methods"][b]["recall@10"][cat] for b in ("dense", "bm25", "hybrid_rrf", "fusion"))
+        assert row["baseline_value"] == best
+        assert row["margin"] == pytest.approx(res["methods"]["synapse"]["recall@10"][cat] - best)
+    assert set(res["first_query_ms"]) == {"synapse-paper", "synapse"}  # one per ingested graph
+    assert "best baseline" in printed and "first query after ingestion" in printed

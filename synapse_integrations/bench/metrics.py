@@ -1,8 +1,10 @@
 """Benchmark metrics: recall@k, per-category aggregation, latency percentiles, gate rates.
 
-Pure functions over plain Python values; nothing here knows about the engine. Categories
-are LoCoMo's own numbers (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
-5 adversarial), and ``"1-4"`` pools the questions of categories 1 to 4.
+Pure functions over plain Python values; nothing here knows about the engine. LoCoMo's
+categories are its own numbers (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
+5 adversarial), and ``"1-4"`` pools the questions of categories 1 to 4;
+:func:`mean_by_key` and :func:`refusal_rates` are the same aggregations for any keys
+(LongMemEval's question types).
 
 >>> recall_at_k(["D1:1", "D1:2", "D1:3"], ["D1:2", "D2:5"], k=2)
 0.5
@@ -13,7 +15,7 @@ are LoCoMo's own numbers (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -24,8 +26,12 @@ __all__ = [
     "aggregate_recall",
     "gate_rates",
     "gate_sweep",
+    "mean_by_key",
     "percentiles",
     "recall_at_k",
+    "refusal_rates",
+    "refusal_sweep",
+    "session_recall_at_k",
 ]
 
 #: Gate thresholds swept by the benchmark (the paper's default is 0.12).
@@ -54,6 +60,52 @@ def recall_at_k(ranked_episode_ids: Sequence[str], evidence: Sequence[str], k: i
         raise InvalidInputError(f"k must be a positive integer, got {k!r}")
     found = wanted.intersection(ranked_episode_ids[:k])
     return len(found) / len(wanted)
+
+
+def session_recall_at_k(ranked_episode_ids: Sequence[str], session_of: Mapping[str, str],
+                        sessions: Sequence[str], k: int) -> float:
+    """Share of the (deduplicated) ``sessions`` that have a turn among the first ``k``
+    ranked ids; ``session_of`` maps a turn id to its session id (ids it does not know
+    belong to no session).
+
+    >>> session_recall_at_k(["s1:0", "s3:2", "s2:1"], {"s1:0": "s1", "s2:1": "s2",
+    ...                     "s3:2": "s3"}, ["s2", "s9"], k=3)
+    0.5
+    """
+    if isinstance(sessions, str) or isinstance(ranked_episode_ids, str):
+        raise InvalidInputError("pass sequences of ids, not a single string")
+    wanted = set(sessions)
+    if not wanted:
+        raise InvalidInputError("session recall is undefined without answer sessions")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+    hit = {session_of.get(i) for i in ranked_episode_ids[:k]}
+    return len(wanted & hit) / len(wanted)
+
+
+def mean_by_key(records: Iterable[tuple[str, float]],
+                pools: Mapping[str, Iterable[str]] | None = None) -> dict[str, float]:
+    """Mean value per key, plus one pooled mean per entry of ``pools`` (name -> the keys
+    it pools; weighted by question count, absent when none of its keys occurred).
+
+    >>> mean_by_key([("a", 1.0), ("a", 0.0), ("b", 1.0)], {"a+b": ["a", "b"]})
+    {'a': 0.5, 'b': 1.0, 'a+b': 0.6666666666666666}
+    """
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for key, value in records:
+        value = float(value)
+        if not 0.0 <= value <= 1.0:  # also rejects NaN
+            raise InvalidInputError(f"values must lie in [0, 1], got {value!r}")
+        sums[key] = sums.get(key, 0.0) + value
+        counts[key] = counts.get(key, 0) + 1
+    out = {key: sums[key] / counts[key] for key in sums}
+    for name, keys in (pools or {}).items():
+        keys = set(keys)
+        n = sum(counts.get(key, 0) for key in keys)
+        if n:
+            out[name] = sum(sums.get(key, 0.0) for key in keys) / n
+    return out
 
 
 def _check_category(category: object) -> int:
@@ -107,6 +159,46 @@ def percentiles(
     return out
 
 
+def refusal_rates(records: Iterable[tuple[bool, bool]]) -> dict[str, float]:
+    """Share of should-refuse questions rejected and of the others rejected.
+
+    ``records`` are ``(should_refuse, rejected)`` pairs. ``"adversarial_rejection"`` is
+    the first share (higher is better; LoCoMo's category 5, LongMemEval's abstention
+    questions), ``"false_refusal"`` the second (lower is better); each is 0.0 when there
+    is no question of that kind.
+
+    >>> refusal_rates([(True, True), (True, False), (False, False)])
+    {'adversarial_rejection': 0.5, 'false_refusal': 0.0}
+    """
+    refuse = refuse_rejected = answerable = answerable_rejected = 0
+    for should_refuse, rejected in records:
+        if should_refuse:
+            refuse += 1
+            refuse_rejected += bool(rejected)
+        else:
+            answerable += 1
+            answerable_rejected += bool(rejected)
+    return {
+        "adversarial_rejection": refuse_rejected / refuse if refuse else 0.0,
+        "false_refusal": answerable_rejected / answerable if answerable else 0.0,
+    }
+
+
+def refusal_sweep(
+    records: Iterable[tuple[bool, float]], taus: Sequence[float] = DEFAULT_GATE_TAUS
+) -> list[dict[str, float]]:
+    """:func:`refusal_rates` for each threshold: rejected iff confidence < tau.
+
+    ``records`` are ``(should_refuse, confidence)`` pairs; one ``{"tau",
+    "adversarial_rejection", "false_refusal"}`` dict per tau, in the given order.
+    """
+    pairs = [(bool(r), float(conf)) for r, conf in records]
+    if any(math.isnan(conf) for _, conf in pairs):
+        raise InvalidInputError("confidence must not be NaN")
+    return [{"tau": float(tau), **refusal_rates((r, conf < tau) for r, conf in pairs)}
+            for tau in taus]
+
+
 def gate_rates(records: Iterable[tuple[int, bool]]) -> dict[str, float]:
     """Share of category-5 questions rejected and of category 1-4 questions rejected.
 
@@ -114,19 +206,8 @@ def gate_rates(records: Iterable[tuple[int, bool]]) -> dict[str, float]:
     first share (higher is better), ``"false_refusal"`` the second (lower is better);
     each is 0.0 when there is no question of that kind.
     """
-    adversarial = adversarial_rejected = answerable = answerable_rejected = 0
-    for category, rejected in records:
-        category = _check_category(category)
-        if category == _ADVERSARIAL:
-            adversarial += 1
-            adversarial_rejected += bool(rejected)
-        else:
-            answerable += 1
-            answerable_rejected += bool(rejected)
-    return {
-        "adversarial_rejection": adversarial_rejected / adversarial if adversarial else 0.0,
-        "false_refusal": answerable_rejected / answerable if answerable else 0.0,
-    }
+    return refusal_rates((_check_category(c) == _ADVERSARIAL, rejected)
+                         for c, rejected in records)
 
 
 def gate_sweep(
@@ -137,10 +218,5 @@ def gate_sweep(
     ``records`` are ``(category, confidence)`` pairs. Returns one
     ``{"tau", "adversarial_rejection", "false_refusal"}`` dict per tau, in the given order.
     """
-    pairs = [(_check_category(c), float(conf)) for c, conf in records]
-    if any(math.isnan(conf) for _, conf in pairs):
-        raise InvalidInputError("confidence must not be NaN")
-    return [
-        {"tau": float(tau), **gate_rates((c, conf < tau) for c, conf in pairs)}
-        for tau in taus
-    ]
+    return refusal_sweep(((_check_category(c) == _ADVERSARIAL, conf) for c, conf in records),
+                         taus)

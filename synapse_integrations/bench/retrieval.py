@@ -1,25 +1,30 @@
-"""The LoCoMo retrieval benchmark behind ``synapse bench locomo``.
+"""The retrieval benchmarks behind ``synapse bench locomo`` and ``synapse bench longmemeval``.
 
-Protocol (``../shared/DESIGN.md``, "LoCoMo retrieval protocol"): every turn of a
-conversation is ingested in order as one episodic node (id = its ``dia_id``), consolidated
-as configured; each question with evidence is retrieved, and recall@k is the share of its
-evidence among the first ``k`` *episodic* items of the ranking (concepts do not count).
+Both follow one loop (:func:`run_memories`): a benchmark is a list of memories, each a
+list of turns plus the questions asked of it (a LoCoMo conversation and its questions;
+one LongMemEval question and its own haystack). For each memory, every method ranks
+every question; recall@k is the share of a question's evidence among the first ``k``
+*episodic* items of the ranking (concepts do not count).
 
-Fairness rules, so that the methods differ only in how they rank:
+Protocols: ``../shared/DESIGN.md``, "LoCoMo retrieval protocol" and "LongMemEval retrieval
+protocol". Fairness rules, so that the methods differ only in how they rank:
 
-* one embedding per text per run (:class:`CachingEmbedder`): turns are embedded once in a
-  batch and every method sees the same vectors;
-* the baselines (``dense``, ``bm25``, ``hybrid_rrf``) rank the same episodes the engine
-  holds: ``dense`` is Chroma's cosine top-k restricted to episodes, ``bm25`` is the
-  engine's tokenizer and BM25 (bm25s) over the episode texts, ``hybrid_rrf`` their
-  reciprocal-rank fusion with constant 60;
-* each distinct graph configuration is ingested once per conversation; methods that
-  change only retrieval settings share it through
-  ``Synapse.retrieve_by_vector(..., config=...)``;
-* latency is the retrieval call plus the query's embedding, measured once per question with
-  the real model (one text, not a batch) and added to every method's time for it.
+* one embedding per text per run (:class:`CachingEmbedder`, optionally backed by an
+  on-disk :class:`~synapse_integrations.bench.vector_cache.VectorCache`): a memory's turns
+  are embedded once in a batch and every method sees the same vectors;
+* the baselines (:mod:`~synapse_integrations.bench.baselines`: ``dense``, ``bm25``,
+  ``hybrid_rrf``, ``fusion``) rank the same episodes the engine holds;
+* each distinct graph configuration is ingested once per memory; methods that change
+  only retrieval settings share it through ``Synapse.retrieve_by_vector(..., config=...)``;
+* latency is the retrieval call plus the query's embedding, measured once per question
+  with the real model (one text, not a batch) and added to every method's time for it
+  (``bm25`` excepted: it never embeds the query). It is *warm* latency: the first
+  retrieval on a freshly ingested memory pays for building derived state (the compiled
+  graph, PageRank, the BM25 index), so it is timed apart, as ``first_query_ms`` (keyed by
+  the method that paid it, one per ingested graph), and then asked again; the baselines'
+  indexes are built by one untimed query.
 
-The runner is a plain function returning JSON-ready data; the CLI adds the table, the
+The runners are plain functions returning JSON-ready data; the CLI adds the table, the
 progress bar and the plot.
 """
 
@@ -27,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,42 +41,66 @@ import numpy as np
 
 from ..config import SynapseConfig
 from ..errors import InvalidInputError
-from .locomo import LocomoConversation, load_locomo
-from .metrics import DEFAULT_GATE_TAUS, aggregate_recall, gate_rates, gate_sweep, percentiles, \
-    recall_at_k
+from .baselines import BASELINES, FUSION_WEIGHT, BaselineRanker, is_baseline, needs_memory, \
+    rrf_fuse
+from .locomo import load_locomo
+from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval
+from .metrics import DEFAULT_GATE_TAUS, aggregate_recall, mean_by_key, percentiles, \
+    recall_at_k, refusal_rates, refusal_sweep, session_recall_at_k
 
 __all__ = [
     "BASELINES",
+    "BenchMemory",
+    "BenchQuestion",
     "CachingEmbedder",
     "DEFAULT_KS",
     "DEFAULT_METHODS",
+    "FUSION_WEIGHT",
+    "MODEL_PREFIX",
+    "QuestionRecord",
     "method_config",
+    "method_names",
     "rrf_fuse",
     "run_locomo",
+    "run_longmemeval",
+    "run_memories",
 ]
 
 logger = logging.getLogger(__name__)
 
-#: Ranked lists fused by ``hybrid_rrf`` are this deep (at least the largest k).
+#: Ranked lists of the baselines are this deep (at least the largest k).
 RRF_DEPTH = 100
-RRF_CONSTANT = 60
 DEFAULT_KS: tuple[int, ...] = (5, 10, 30)
-BASELINES = ("dense", "bm25", "hybrid_rrf")
 _ABLATIONS = ("no-gate", "no-inhibition", "no-fan", "no-decay", "no-pagerank",
               "no-activation", "no-graph")
 #: Options of the engine that are off by default, measured as methods of their own.
 OPTIONS: dict[str, dict[str, Any]] = {"synapse-entity-feedback": {"entity_feedback": 1}}
 DEFAULT_METHODS: tuple[str, ...] = (
     *BASELINES, "synapse-paper", "synapse", *OPTIONS, *(f"synapse-{a}" for a in _ABLATIONS))
+#: ``model:<name>`` runs the base configuration with ``SynapseConfig(model=<name>)``.
+MODEL_PREFIX = "model:"
+#: Turns per ``add_turns`` call while ingesting (a multiple of the consolidation interval,
+#: so the consolidation windows are the same as turn by turn).
+INGEST_CHUNK = 100
+
+
+def method_names() -> list[str]:
+    """Every method name the benchmarks accept today: the defaults, ``fusion-w<x>``
+    (any x in [0, 1]) and one ``model:<name>`` per registered retrieval model."""
+    from ..core.models import model_names
+
+    return [*DEFAULT_METHODS, "fusion-w<x>", *(MODEL_PREFIX + m for m in model_names())]
 
 
 def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig:
-    """The engine configuration of a ``synapse*`` method name.
+    """The engine configuration of an engine method name.
 
     ``synapse`` is ``base`` (default: ``SynapseConfig()``), ``synapse-paper`` the paper's
     exact defaults, ``synapse-entity-feedback`` ``base`` with ``entity_feedback=1`` (a
     second pass through named entities), ``synapse-<ablation>`` a row of the paper's
-    Table 3 applied to ``base``.
+    Table 3 applied to ``base``, and ``model:<name>`` ``base`` with ``model=<name>`` for
+    any model registered in :mod:`synapse_integrations.core.models` (looked up when
+    called, so models registered later are accepted).
     """
     base = base or SynapseConfig()
     if name == "synapse":
@@ -80,46 +109,81 @@ def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig
         return SynapseConfig.paper()
     if name in OPTIONS:
         return base.replace(**OPTIONS[name])
-    if name.startswith("synapse-"):
+    if name.startswith(MODEL_PREFIX):
+        from ..core.models import model_names
+
+        model = name[len(MODEL_PREFIX):]
+        if model not in model_names():
+            raise InvalidInputError(
+                f"unknown method {name!r}: no retrieval model {model!r} is registered; "
+                f"registered: {', '.join(model_names())}")
+        return base.replace(model=model)
+    if name.startswith("synapse-") and name[len("synapse-"):] in _ABLATIONS:
         return SynapseConfig.ablation(name[len("synapse-"):], base=base)
     raise InvalidInputError(
-        f"unknown method {name!r}; choose from {', '.join(DEFAULT_METHODS)}")
+        f"unknown method {name!r}; choose from {', '.join(method_names())}")
 
 
-def rrf_fuse(rankings: Sequence[Sequence[str]], *, constant: int = RRF_CONSTANT) -> list[str]:
-    """Reciprocal-rank fusion: ``score(d) = sum over lists of 1 / (constant + rank)``, rank
-    from 1; ties keep the order of first appearance.
+def _check_methods(methods: Sequence[str], base: SynapseConfig | None) -> list[str]:
+    methods = list(dict.fromkeys(methods))
+    if not methods:
+        raise InvalidInputError("no method to run")
+    for m in methods:
+        if not is_baseline(m):
+            method_config(m, base)  # validates the name
+    return methods
 
-    >>> rrf_fuse([["a", "b", "c"], ["c", "a"]], constant=60)
-    ['a', 'c', 'b']
-    """
-    score: dict[str, float] = {}
-    for ranking in rankings:
-        for r, doc in enumerate(ranking, 1):
-            score[doc] = score.get(doc, 0.0) + 1.0 / (constant + r)
-    order = {d: i for i, d in enumerate(score)}
-    return sorted(score, key=lambda d: (-score[d], order[d]))
+
+def _check_ks(ks: Sequence[int]) -> list[int]:
+    out = sorted({int(k) for k in ks})
+    if not out or out[0] < 1:
+        raise InvalidInputError(f"k values must be positive integers, got {ks!r}")
+    return out
 
 
 class CachingEmbedder:
     """Wraps an embedder; each distinct text is embedded once per run.
 
     ``prefetch`` embeds many texts in one batch; :meth:`timed_query` embeds a query alone
-    (as a user's query would be) and returns how long that took, in milliseconds.
+    (as a user's query would be) and returns how long that took, in milliseconds. With a
+    :class:`~synapse_integrations.bench.vector_cache.VectorCache` (``store``), vectors
+    are also read from and written to disk, so that a re-run embeds nothing it has seen.
+    ``embedded`` counts the texts this object embedded itself (not found in any cache),
+    ``embed_s`` the seconds that took.
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, store: Any | None = None) -> None:
         from ..embeddings import as_embedder
 
         self.inner = as_embedder(inner)
         self.dim = self.inner.dim
+        self.store = store
+        self.embedded = 0
+        self.embed_s = 0.0
         self._cache: dict[str, np.ndarray] = {}
 
     def prefetch(self, texts: Iterable[str]) -> None:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing and self.store is not None:
+            found = self.store.get(missing)
+            for t, v in zip(missing, found):
+                if v is not None:
+                    self._cache[t] = v
+            missing = [t for t, v in zip(missing, found) if v is None]
         if missing:
-            for t, v in zip(missing, self.inner.embed_documents(missing)):
+            t0 = time.perf_counter()
+            vectors = self.inner.embed_documents(missing)
+            self.embed_s += time.perf_counter() - t0
+            self.embedded += len(missing)
+            for t, v in zip(missing, vectors):
                 self._cache[t] = v
+            if self.store is not None:
+                self.store.put(missing, vectors)
+
+    def flush(self) -> None:
+        """Write what the disk cache holds in memory (no-op without one)."""
+        if self.store is not None:
+            self.store.flush()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -142,41 +206,248 @@ class CachingEmbedder:
         return v, ms
 
 
+# --------------------------------------------------------------------------------------------
+# the shared loop
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BenchQuestion:
+    """One question asked of a memory: ``category`` is the key results are reported
+    under; ``evidence`` the turn ids recall is measured against (may be empty for a
+    should-refuse question); ``extra`` whatever the benchmark needs to score it."""
+
+    qid: str
+    text: str
+    category: Any
+    evidence: tuple[str, ...]
+    should_refuse: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BenchMemory:
+    """One memory: its turns (``add_turns`` rows with ``text``, ``speaker``,
+    ``timestamp``, ``id``), in ingestion order, and the questions asked of it."""
+
+    name: str
+    turns: tuple[Mapping[str, Any], ...]
+    questions: tuple[BenchQuestion, ...]
+
+
 @dataclass
 class QuestionRecord:
     """What one method returned for one question (kept for analysis and plots)."""
 
     conversation: str
     question: str
-    category: int
+    category: Any
     evidence: tuple[str, ...]
     ranked: list[str]
     latency_ms: float
     confidence: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    rejected: bool | None = None
+    qid: str = ""
 
 
-def _ingest(conv: LocomoConversation, cfg: SynapseConfig, embedder: CachingEmbedder,
+@dataclass
+class RunState:
+    """What :func:`run_memories` collected: per-method records, the first-query times
+    (per method that paid them) and where the time went."""
+
+    records: dict[str, list[QuestionRecord]]
+    first_query_ms: dict[str, list[float]]
+    seconds: dict[str, float]
+
+
+def _ingest(memory: BenchMemory, cfg: SynapseConfig, embedder: CachingEmbedder,
             progress: Callable[..., Any] | None) -> Any:
     from ..core.engine import Synapse
 
-    mem = Synapse(None, namespace=f"bench-{conv.sample_id}", config=cfg, embedder=embedder,
+    mem = Synapse(None, namespace=f"bench-{memory.name}"[:200], config=cfg, embedder=embedder,
                   snapshot_every=10**9)
-    turns = [{"text": t.text, "speaker": t.speaker, "timestamp": t.timestamp, "id": t.dia_id}
-             for t in conv.turns]
-    step = max(1, cfg.consolidation_interval or 5)
-    chunks = range(0, len(turns), step)
-    bar = progress(total=len(turns), desc=f"ingest {conv.sample_id}") if progress else None
-    for s in chunks:
-        mem.add_turns(turns[s:s + step])
+    try:
+        step = max(1, cfg.consolidation_interval or 5)
+        step *= max(1, INGEST_CHUNK // step)
+        turns = [dict(t) for t in memory.turns]
+        bar = progress(total=len(turns), desc=f"ingest {memory.name}") if progress else None
+        for s in range(0, len(turns), step):
+            mem.add_turns(turns[s:s + step])
+            if bar is not None:
+                bar.update(len(turns[s:s + step]))
+        mem.consolidate()
         if bar is not None:
-            bar.update(len(turns[s:s + step]))
-    mem.consolidate()
-    if bar is not None:
-        bar.close()
+            bar.close()
+    except BaseException:
+        mem.close()
+        raise
     return mem
 
 
+def _request_k(k_max: int) -> int:
+    # concepts share the ranking with episodes: ask for enough items that k_max episodes
+    # survive the filter whenever the engine has that many candidates
+    return 4 * k_max
+
+
+def run_memories(
+    memories: Iterable[BenchMemory],
+    *,
+    methods: Sequence[str],
+    ks: Sequence[int],
+    embedder: CachingEmbedder,
+    base_config: SynapseConfig | None = None,
+    progress: Callable[..., Any] | None = None,
+    on_memory: Callable[[BenchMemory], None] | None = None,
+) -> RunState:
+    """Every method on every question of every memory (the loop both benchmarks share).
+
+    ``progress`` makes one bar per ingestion (see :func:`run_locomo`); ``on_memory`` is
+    called after each memory is done (the LongMemEval runner's per-question bar).
+    """
+    ks = _check_ks(ks)
+    methods = _check_methods(methods, base_config)
+    depth = max(RRF_DEPTH, ks[-1])
+    base = base_config or SynapseConfig()
+    engine = [m for m in methods if not is_baseline(m)]
+    baselines = [m for m in methods if is_baseline(m)]
+    configs = {m: method_config(m, base_config) for m in engine}
+    base_sig = base.graph_signature()
+    state = RunState({m: [] for m in methods}, {}, {"embed": 0.0, "ingest": 0.0,
+                                                    "retrieve": 0.0})
+
+    for memory in memories:
+        t0 = time.perf_counter()
+        embedder.prefetch(t["text"] for t in memory.turns)
+        qvec: dict[str, tuple[np.ndarray, float]] = {}
+        for q in memory.questions:
+            if q.text not in qvec:
+                qvec[q.text] = embedder.timed_query(q.text)
+        state.seconds["embed"] += time.perf_counter() - t0
+
+        groups: dict[tuple[Any, ...], list[str]] = {}
+        for m in engine:
+            groups.setdefault(configs[m].graph_signature(), []).append(m)
+        memory_baselines = [m for m in baselines if needs_memory(m)]
+        if memory_baselines and base_sig not in groups:
+            groups[base_sig] = []
+        free = [m for m in baselines if not needs_memory(m)]
+        if free and not memory_baselines:  # BM25 and fusion need no ingested memory
+            _run_baselines(memory, None, qvec, free, depth, embedder, state)
+            free = []
+        for sig, group in groups.items():
+            cfg = configs[group[0]] if group else base
+            t0 = time.perf_counter()
+            mem = _ingest(memory, cfg, embedder, progress)
+            state.seconds["ingest"] += time.perf_counter() - t0
+            try:
+                t0 = time.perf_counter()
+                if sig == base_sig and (memory_baselines or free):
+                    _run_baselines(memory, mem, qvec, [*memory_baselines, *free], depth,
+                                   embedder, state)
+                    free = []
+                if group and memory.questions:
+                    # the first retrieval after ingestion pays for derived state: timed
+                    # apart, then asked again with everything else
+                    q0 = memory.questions[0]
+                    v, embed_ms = qvec[q0.text]
+                    t1 = time.perf_counter()
+                    mem.retrieve_by_vector(q0.text, v, k=_request_k(ks[-1]),
+                                           config=configs[group[0]])
+                    ms = (time.perf_counter() - t1) * 1000.0 + embed_ms
+                    state.first_query_ms.setdefault(group[0], []).append(ms)
+                for m in group:
+                    mcfg = configs[m]
+                    for q in memory.questions:
+                        v, embed_ms = qvec[q.text]
+                        t1 = time.perf_counter()
+                        res = mem.retrieve_by_vector(q.text, v, k=_request_k(ks[-1]),
+                                                     config=mcfg)
+                        ms = (time.perf_counter() - t1) * 1000.0 + embed_ms
+                        ranked = [it.id for it in res.items if it.kind == "episode"]
+                        state.records[m].append(QuestionRecord(
+                            memory.name, q.text, q.category, q.evidence, ranked, ms,
+                            float(res.confidence), dict(q.extra), bool(res.rejected), q.qid))
+                state.seconds["retrieve"] += time.perf_counter() - t0
+            finally:
+                mem.close()
+        embedder.flush()  # the disk cache, once per memory
+        if on_memory is not None:
+            on_memory(memory)
+    return state
+
+
+def _run_baselines(memory: BenchMemory, mem: Any, qvec: dict[str, tuple[np.ndarray, float]],
+                   methods: list[str], depth: int, embedder: CachingEmbedder,
+                   state: RunState) -> None:
+    ids = [t["id"] for t in memory.turns]
+    texts = [t["text"] for t in memory.turns]
+    ranker = BaselineRanker(ids, texts, embedder.embed_documents(texts), mem)
+    if memory.questions:
+        q0 = memory.questions[0]
+        ranker.warm(q0.text, qvec[q0.text][0])
+    for q in memory.questions:
+        v, embed_ms = qvec[q.text]
+        for m, (ranked, seconds) in ranker.rank(methods, q.text, v, depth).items():
+            # BM25 alone never embeds the query; the others need the embedding
+            ms = seconds * 1000.0 + (0.0 if m == "bm25" else embed_ms)
+            state.records[m].append(QuestionRecord(
+                memory.name, q.text, q.category, q.evidence, ranked, ms, None, dict(q.extra),
+                None, q.qid))
+
+
+# --------------------------------------------------------------------------------------------
+# JSON assembly (shared)
+# --------------------------------------------------------------------------------------------
+def _latency(values: Sequence[float]) -> dict[str, float]:
+    return percentiles(values) if values else {"p50": 0.0, "p95": 0.0}
+
+
+def _gate_method(methods: Sequence[str]) -> str | None:
+    engine = [m for m in methods if not is_baseline(m)]
+    return "synapse" if "synapse" in engine else next(iter(engine), None)
+
+
+def gate_section(records: Sequence[QuestionRecord], cfg: SynapseConfig, method: str,
+                 should_refuse: Callable[[QuestionRecord], bool], describe: str,
+                 taus: Sequence[float]) -> dict[str, Any]:
+    """The gate's figures for one method: rates at its own tau, and the sweep."""
+    conf = [(should_refuse(r), float(r.confidence)) for r in records
+            if r.confidence is not None]
+    rates = refusal_rates((s, c < cfg.gate_tau) for s, c in conf)
+    return {"method": method, "tau": float(cfg.gate_tau), "signal": cfg.gate_signal,
+            "should_refuse": describe, **rates, "sweep": refusal_sweep(conf, taus)}
+
+
+def best_baseline_section(methods: Mapping[str, Mapping[str, Any]], metrics: Sequence[str],
+                          reference: str | None) -> dict[str, Any] | None:
+    """Per metric and category: the best baseline, its value, ``reference``'s value and
+    ``reference``'s margin over it (``None`` when no baseline or no reference ran)."""
+    base = [m for m in methods if is_baseline(m)]
+    if not base or reference is None or reference not in methods:
+        return None
+    out: dict[str, Any] = {"method": reference}
+    for metric in metrics:
+        per: dict[str, Any] = {}
+        for cat, value in methods[reference][metric].items():
+            cands = [(methods[b][metric].get(cat), b) for b in base]
+            cands = [(v, b) for v, b in cands if v is not None]
+            if value is None or not cands:
+                continue
+            best_v = max(v for v, _ in cands)
+            best = next(b for v, b in cands if v == best_v)  # ties: the first listed
+            per[cat] = {"baseline": best, "baseline_value": float(best_v),
+                        "value": float(value), "margin": float(value - best_v)}
+        out[metric] = per
+    return out
+
+
+def _first_query(state: RunState) -> dict[str, dict[str, float]]:
+    return {m: {**percentiles(v), "n": len(v)} for m, v in state.first_query_ms.items() if v}
+
+
+# --------------------------------------------------------------------------------------------
+# LoCoMo
+# --------------------------------------------------------------------------------------------
 def run_locomo(
     data: str | Path,
     *,
@@ -189,64 +460,28 @@ def run_locomo(
     taus: Sequence[float] = DEFAULT_GATE_TAUS,
     keep_records: bool = False,
 ) -> dict[str, Any]:
-    """Run the benchmark; returns the results.json object (see the issue's contract).
+    """Run the LoCoMo benchmark; returns the results.json object (see the issue's contract).
 
     ``progress``, when given, is called like ``tqdm(total=..., desc=...)`` and must return
     an object with ``update(n)`` and ``close()``. With ``keep_records=True`` the result
     also holds ``"records"``: ``{method: [QuestionRecord, ...]}`` (not JSON; the CLI
     removes it before writing).
     """
-    ks = sorted({int(k) for k in ks})
-    if not ks or ks[0] < 1:
-        raise InvalidInputError(f"k values must be positive integers, got {ks!r}")
-    methods = list(dict.fromkeys(methods))
-    for m in methods:
-        if m not in BASELINES:
-            method_config(m, base_config)  # validates the name
+    t_start = time.perf_counter()
+    ks = _check_ks(ks)
+    methods = _check_methods(methods, base_config)
     ds = load_locomo(data, conversations=conversations)
     emb = embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)
-    depth = max(RRF_DEPTH, ks[-1])
-    records: dict[str, list[QuestionRecord]] = {m: [] for m in methods}
-
-    syn_methods = [m for m in methods if m not in BASELINES]
-    configs = {m: method_config(m, base_config) for m in syn_methods}
-    need_baseline = any(m in BASELINES for m in methods)
-    base_sig = (base_config or SynapseConfig()).graph_signature()
-
-    for conv in ds.conversations:
-        emb.prefetch(t.text for t in conv.turns)
-        qvec: dict[str, tuple[np.ndarray, float]] = {}
-        for q in conv.questions:
-            if q.question not in qvec:
-                qvec[q.question] = emb.timed_query(q.question)
-
-        # group methods by the graph they need; baselines ride on the default graph
-        groups: dict[tuple[Any, ...], list[str]] = {}
-        for m in syn_methods:
-            groups.setdefault(configs[m].graph_signature(), []).append(m)
-        if need_baseline and base_sig not in groups:
-            groups[base_sig] = []
-        for sig, group in groups.items():
-            cfg = configs[group[0]] if group else (base_config or SynapseConfig())
-            mem = _ingest(conv, cfg, emb, progress)
-            try:
-                if sig == base_sig and need_baseline:
-                    _run_baselines(conv, mem, qvec, [m for m in methods if m in BASELINES],
-                                   depth, records)
-                for m in group:
-                    mcfg = configs[m]
-                    for q in conv.questions:
-                        v, embed_ms = qvec[q.question]
-                        t0 = time.perf_counter()
-                        res = mem.retrieve_by_vector(q.question, v, k=_request_k(ks[-1]),
-                                                     config=mcfg)
-                        ms = (time.perf_counter() - t0) * 1000.0 + embed_ms
-                        ranked = [it.id for it in res.items if it.kind == "episode"]
-                        records[m].append(QuestionRecord(
-                            conv.sample_id, q.question, q.category, q.evidence, ranked, ms,
-                            float(res.confidence)))
-            finally:
-                mem.close()
+    memories = [
+        BenchMemory(conv.sample_id,
+                    tuple({"text": t.text, "speaker": t.speaker, "timestamp": t.timestamp,
+                           "id": t.dia_id} for t in conv.turns),
+                    tuple(BenchQuestion(f"{conv.sample_id}/{i}", q.question, q.category,
+                                        q.evidence, q.category == 5)
+                          for i, q in enumerate(conv.questions)))
+        for conv in ds.conversations]
+    state = run_memories(memories, methods=methods, ks=ks, embedder=emb,
+                         base_config=base_config, progress=progress)
 
     out: dict[str, Any] = {
         "dataset": str(data),
@@ -257,56 +492,125 @@ def run_locomo(
         "methods": {},
     }
     for m in methods:
-        recs = records[m]
+        recs = state.records[m]
         entry: dict[str, Any] = {}
         for k in ks:
             per = aggregate_recall((r.category, recall_at_k(r.ranked, r.evidence, k))
                                    for r in recs if r.evidence)
             entry[f"recall@{k}"] = {key: float(per.get(key, 0.0))
                                     for key in ("1", "2", "3", "4", "5", "1-4")}
-        entry["latency_ms"] = percentiles([r.latency_ms for r in recs]) if recs else \
-            {"p50": 0.0, "p95": 0.0}
+        entry["latency_ms"] = _latency([r.latency_ms for r in recs])
         out["methods"][m] = entry
-    gate_method = "synapse" if "synapse" in records else next(iter(syn_methods), None)
-    if gate_method is not None:
-        gcfg = configs[gate_method]
-        conf = [(r.category, r.confidence) for r in records[gate_method]]
-        rates = gate_rates((c, x < gcfg.gate_tau) for c, x in conf)
-        out["gate"] = {"method": gate_method, "tau": float(gcfg.gate_tau), **rates,
-                       "sweep": gate_sweep(conf, taus)}
+    gm = _gate_method(methods)
+    if gm is not None:
+        out["gate"] = gate_section(state.records[gm], method_config(gm, base_config), gm,
+                                   lambda r: r.category == 5, "category 5 (adversarial)",
+                                   taus)
+    bb = best_baseline_section(out["methods"], [f"recall@{k}" for k in ks], gm)
+    if bb is not None:
+        out["best_baseline"] = bb
+    out["first_query_ms"] = _first_query(state)
+    out["timing_s"] = _timing(state, emb, t_start)
     if keep_records:
-        out["records"] = records
+        out["records"] = state.records
     return out
 
 
-def _request_k(k_max: int) -> int:
-    # concepts share the ranking with episodes: ask for enough items that k_max episodes
-    # survive the filter whenever the engine has that many candidates
-    return 4 * k_max
+def _timing(state: RunState, emb: CachingEmbedder, t_start: float) -> dict[str, Any]:
+    return {"total": time.perf_counter() - t_start, **state.seconds,
+            "embedded_texts": emb.embedded, "embedding_model_s": emb.embed_s}
 
 
-def _run_baselines(conv: LocomoConversation, mem: Any, qvec: dict[str, tuple[np.ndarray, float]],
-                   methods: list[str], depth: int, records: dict[str, list[QuestionRecord]]) -> None:
-    from ..core.triggers import BM25Index
+# --------------------------------------------------------------------------------------------
+# LongMemEval
+# --------------------------------------------------------------------------------------------
+#: Keys of LongMemEval's per-type results: the six types, abstention, pooled.
+LME_KEYS: tuple[str, ...] = (*QUESTION_TYPES, ABSTENTION, "pooled")
 
-    bm25 = BM25Index()
-    bm25.set({t.dia_id: t.text for t in conv.turns})
-    depth = min(depth, len(conv.turns))
-    for q in conv.questions:
-        v, embed_ms = qvec[q.question]
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-        dense, _ = mem.search_vectors(v, depth, kind="episode")
-        timings["dense"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        lexical, _ = bm25.query(q.question, depth)
-        timings["bm25"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        fused = rrf_fuse([dense, lexical])
-        timings["hybrid_rrf"] = timings["dense"] + timings["bm25"] + time.perf_counter() - t0
-        ranked = {"dense": dense, "bm25": lexical, "hybrid_rrf": fused}
-        for m in methods:
-            # BM25 alone never embeds the query; the other two need the embedding
-            ms = timings[m] * 1000.0 + (0.0 if m == "bm25" else embed_ms)
-            records[m].append(QuestionRecord(conv.sample_id, q.question, q.category, q.evidence,
-                                             list(ranked[m]), ms))
+
+def run_longmemeval(
+    data: str | Path,
+    *,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    ks: Sequence[int] = DEFAULT_KS,
+    types: Sequence[str] | None = None,
+    limit: int | None = None,
+    embedder: Any | None = None,
+    base_config: SynapseConfig | None = None,
+    progress: Callable[..., Any] | None = None,
+    taus: Sequence[float] = DEFAULT_GATE_TAUS,
+    keep_records: bool = False,
+) -> dict[str, Any]:
+    """Run the LongMemEval benchmark: one fresh memory per question (its own haystack).
+
+    Per method: ``"recall@k"`` (turn level: the share of the evidence turns among the
+    first ``k`` episodes) and ``"session_recall@k"`` (the share of answer sessions with a
+    turn among the first ``k``), each per question type, for ``"abstention"`` and
+    ``"pooled"`` over every non-abstention question (``None`` for a key with no question);
+    ``latency_ms`` (warm). Top level: ``gate`` (abstention questions are the should-refuse
+    set), ``best_baseline``, ``first_query_ms``, ``timing_s``. ``progress`` (called like
+    ``tqdm(total=..., desc=...)``) shows one bar over the questions.
+    """
+    t_start = time.perf_counter()
+    ks = _check_ks(ks)
+    methods = _check_methods(methods, base_config)
+    ds = load_longmemeval(data, types=types, limit=limit)
+    emb = embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)
+    memories = [
+        BenchMemory(q.question_id,
+                    tuple({"text": t.text, "speaker": t.role, "timestamp": t.timestamp,
+                           "id": t.id} for t in q.turns),
+                    (BenchQuestion(q.question_id, q.question, q.category, q.evidence,
+                                   q.abstention,
+                                   {"sessions": q.answer_session_ids,
+                                    "session_of": q.session_of}),))
+        for q in ds.questions]
+    bar = progress(total=len(memories), desc="questions") if progress else None
+    try:
+        state = run_memories(memories, methods=methods, ks=ks, embedder=emb,
+                             base_config=base_config,
+                             on_memory=(lambda _m: bar.update(1)) if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+
+    counts = ds.types
+    out: dict[str, Any] = {
+        "dataset": str(data),
+        "questions": {key: counts.get(key, 0) for key in (*QUESTION_TYPES, ABSTENTION)},
+        "skipped": dict(ds.skipped),
+        "evidence_from_sessions": sum(1 for q in ds.questions
+                                      if q.evidence_source == "answer_sessions"),
+        "methods": {},
+    }
+    # types outside LongMemEval's six (a variant file) are reported too, never dropped
+    keys = [*QUESTION_TYPES, *sorted(set(counts) - set(QUESTION_TYPES) - {ABSTENTION}),
+            ABSTENTION, "pooled"]
+    pools = {"pooled": [k for k in keys if k not in (ABSTENTION, "pooled")]}
+    for m in methods:
+        recs = state.records[m]
+        entry: dict[str, Any] = {}
+        for k in ks:
+            turn = mean_by_key(((r.category, recall_at_k(r.ranked, r.evidence, k))
+                                for r in recs if r.evidence), pools)
+            sess = mean_by_key(((r.category, session_recall_at_k(
+                r.ranked, r.extra["session_of"], r.extra["sessions"], k))
+                for r in recs if r.extra["sessions"]), pools)
+            entry[f"recall@{k}"] = {key: turn.get(key) for key in keys}
+            entry[f"session_recall@{k}"] = {key: sess.get(key) for key in keys}
+        entry["latency_ms"] = _latency([r.latency_ms for r in recs])
+        out["methods"][m] = entry
+    gm = _gate_method(methods)
+    if gm is not None:
+        out["gate"] = gate_section(state.records[gm], method_config(gm, base_config), gm,
+                                   lambda r: r.category == ABSTENTION,
+                                   "abstention (question_id ends in _abs)", taus)
+    metrics = [f"{p}@{k}" for p in ("recall", "session_recall") for k in ks]
+    bb = best_baseline_section(out["methods"], metrics, gm)
+    if bb is not None:
+        out["best_baseline"] = bb
+    out["first_query_ms"] = _first_query(state)
+    out["timing_s"] = _timing(state, emb, t_start)
+    if keep_records:
+        out["records"] = state.records
+    return out
