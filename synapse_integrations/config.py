@@ -241,7 +241,7 @@ class SynapseConfig:
         return {"weight_similarity": self.weight_similarity,
                 "weight_activation": self.weight_activation if self.use_activation else 0.0,
                 "weight_pagerank": self.weight_pagerank if self.uses_pagerank else 0.0,
-                "weight_lexical": self.weight_lexical}
+                "weight_lexical": self.weight_lexical if self.uses_lexical_score else 0.0}
 
     # -- helpers -----------------------------------------------------------------------------
     @property
