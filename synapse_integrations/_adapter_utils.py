@@ -86,10 +86,10 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
     Keys: ``id``, ``kind`` (``"episode"`` / ``"concept"``), ``speaker``, ``timestamp`` (event
     time, ISO 8601 or None), ``score`` (hybrid score), ``components`` (the score's terms:
     ``similarity``, ``activation``, ``pagerank``, ``lexical``, their ``weights``, and
-    ``echo``, the demotion of an assistant echo; plus the anchor ranks ``bm25_rank`` and
-    ``dense_rank``), ``path`` (node ids along which activation reached it) and ``metadata``
-    (what was stored with the turn). The score is ``sum(weights[n] * components[n]) +
-    components["echo"]`` (see :func:`score_terms`).
+    ``echo`` and ``superseded``, the demotions of an assistant echo and of an outdated
+    version; plus the anchor ranks ``bm25_rank`` and ``dense_rank``), ``path`` (node ids
+    along which activation reached it) and ``metadata`` (what was stored with the turn). The
+    score is ``sum(weights[n] * components[n]) + echo + superseded`` (see :func:`score_terms`).
     """
     d = item.to_dict()
     return {
@@ -99,9 +99,12 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
         "timestamp": d["timestamp"],
         "score": d["score"],
         "components": {key: d[key] for key in
-                       ("similarity", "activation", "pagerank", "lexical", "echo", "weights",
-                        "bm25_rank", "dense_rank")},
+                       ("similarity", "activation", "pagerank", "lexical", "echo", "superseded",
+                        "weights", "bm25_rank", "dense_rank")},
         "path": d["path"],
+        "concepts": d["concepts"],
+        "superseded_by": d["superseded_by"],
+        "supersedes": d["supersedes"],
         "metadata": d["metadata"],
     }
 
@@ -121,6 +124,7 @@ def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
         return {}
     out = {name: float(w) * float(components[name]) for name, w in weights.items()}
     out["echo"] = float(components.get("echo") or 0.0)
+    out["superseded"] = float(components.get("superseded") or 0.0)
     return out
 
 

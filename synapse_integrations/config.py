@@ -79,6 +79,9 @@ class SynapseConfig:
             the query, so in [0, 1]) in the hybrid score. The paper uses BM25 only to pick
             anchors (0 here); see docs/benchmarks.md for why our default adds it.
         top_k: default number of items returned.
+        superseded_weight: an episode replaced by a newer version (:meth:`Synapse.update`)
+            scores this fraction of its score, and always below its replacement when both
+            are ranked.
         entity_feedback: ``r > 0`` runs a second pass: the named-entity concepts linked to
             the first pass's ``r`` best episodes (not topics, not speakers, not already in
             the query) join the query (their names the lexical trigger's text, their mean
@@ -138,6 +141,7 @@ class SynapseConfig:
     weight_lexical: float = 0.3
     pagerank_damping: float = 0.85
     top_k: int = 30
+    superseded_weight: float = 0.5
     score_all_nodes: bool = False
     entity_feedback: int = 0
     feedback_weight: float = 0.5
@@ -171,7 +175,7 @@ class SynapseConfig:
             v = getattr(self, name)
             need(-1.0 <= v <= 1.0, f"{name} must be a cosine in [-1, 1], got {v!r}")
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
-                     "pagerank_damping"):
+                     "pagerank_damping", "superseded_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")
         for name in ("association_top_k", "prune_top_k", "dormancy_windows", "anchor_top_k",

@@ -69,10 +69,12 @@ class ScoreComponents:
     # the hybrid score's weights by component (similarity, activation, pagerank, lexical);
     # None when the retrieval model ranked by its own score
     weights: dict[str, float] | None = field(default=None, compare=False, hash=False)
+    superseded: float = 0.0  # the demotion of an outdated version (<= 0): Synapse.update
 
     def terms(self) -> dict[str, float]:
-        """The score as a sum: ``weight x value`` per weighted component, plus ``echo``.
-        Their sum is the item's score (empty when the model used its own score).
+        """The score as a sum: ``weight x value`` per weighted component, plus the ``echo``
+        and ``superseded`` demotions. Their sum is the item's score (empty when the model
+        used its own score).
 
         >>> c = ScoreComponents(0.8, 0.5, 1.0, lexical=0.5, weights={"similarity": 0.5,
         ...     "activation": 0.3, "pagerank": 0.1, "lexical": 0.3})
@@ -83,6 +85,7 @@ class ScoreComponents:
             return {}
         out = {name: w * float(getattr(self, name)) for name, w in self.weights.items()}
         out["echo"] = self.echo
+        out["superseded"] = self.superseded
         return out
 
 
@@ -104,6 +107,10 @@ class RetrievedItem:
     # names of the concepts linked to this episode that the query activated, strongest
     # first: what led to it
     concepts: tuple[str, ...] = ()
+    # its history: the newer version that replaced it (and when), or the older one it replaced
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    supersedes: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (timestamps as ISO 8601)."""
@@ -119,12 +126,16 @@ class RetrievedItem:
             "dense_rank": self.components.dense_rank,
             "lexical": self.components.lexical,
             "echo": self.components.echo,
+            "superseded": self.components.superseded,
             "weights": None if self.components.weights is None else dict(self.components.weights),
             "speaker": self.speaker,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,
             "metadata": dict(self.metadata),
             "path": list(self.path),
             "concepts": list(self.concepts),
+            "superseded_by": self.superseded_by,
+            "superseded_at": self.superseded_at.isoformat() if self.superseded_at else None,
+            "supersedes": self.supersedes,
         }
 
 
@@ -263,6 +274,10 @@ class MemoryEngine(Protocol):
     def get(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]: ...
 
     def stats(self) -> dict[str, int]: ...
+
+    def update(self, node_id: str, text: str | None = None, **kwargs: Any) -> str: ...
+
+    async def aupdate(self, node_id: str, text: str | None = None, **kwargs: Any) -> str: ...
 
     def save(self) -> int: ...
 

@@ -72,7 +72,7 @@ def test_documents_carry_metadata(demo_engine):
     assert set(meta) >= {"id", "kind", "speaker", "timestamp", "score", "components", "path"}
     assert meta["kind"] == "episode" and meta["timestamp"].startswith("2024-")
     assert set(meta["components"]) == {"similarity", "activation", "pagerank", "lexical", "echo",
-                                       "weights", "bm25_rank", "dense_rank"}
+                                       "superseded", "weights", "bm25_rank", "dense_rank"}
     assert docs[0].id == meta["id"]
 
 
@@ -88,7 +88,7 @@ def test_shown_score_terms_add_up_to_the_score(demo_engine):
         c = d.metadata["components"]
         assert c["weights"] == weights
         total = sum(c["weights"][n] * c[n] for n in ("similarity", "activation", "pagerank", "lexical"))
-        assert total + c["echo"] == pytest.approx(d.metadata["score"], abs=1e-9)
+        assert total + c["echo"] + c["superseded"] == pytest.approx(d.metadata["score"], abs=1e-9)
         assert sum(score_terms(c).values()) == pytest.approx(d.metadata["score"], abs=1e-9)
     item = demo_engine.retrieve(ANSWERABLE, k=3).items[0]
     assert sum(item.components.terms().values()) == pytest.approx(item.score, abs=1e-9)
@@ -408,6 +408,9 @@ def test_memory_tools_update_and_forget_in_the_callers_namespace(tmp_path, embed
     ranked = pool.get("user_id=u1").retrieve("Where does Ana live?", k=5).items
     texts = [it.text for it in ranked]
     assert texts.index("Ana moved to Porto.") < texts.index("Ana lives in Lisbon.")
+    old = next(it for it in ranked if it.id == ana)
+    assert old.components.superseded < 0  # shown as a score term
+    assert sum(old.components.terms().values()) == pytest.approx(old.score)
 
     miso = pool.get("user_id=u1").retrieve("dog", k=1).items[0].id
     assert forget.invoke({"memory_ids": [miso]}, u1) == "Forgot 1 memory item(s)"

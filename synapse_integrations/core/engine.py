@@ -6,7 +6,8 @@ does it. Read this class as a table of contents:
 
 ==================  ==================================================================
 lifecycle           ``__init__`` / :meth:`load` / :meth:`save` / :meth:`close` / :meth:`drop`
-ingestion           :meth:`add_turn`, :meth:`add_turns` (:mod:`.ingestion`, :mod:`.validation`)
+ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update` (:mod:`.ingestion`,
+                    :mod:`.validation`)
 consolidation       :meth:`consolidate` (:mod:`.consolidation`)
 archive             :meth:`archive`, :meth:`archived`, :meth:`restore`
 retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`search_vectors`
@@ -35,6 +36,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -322,6 +324,43 @@ class Synapse:
                 logger.warning("turns stored, but consolidation/snapshot failed (retried on the "
                                "next write; repair() fixes the stores): %s", failed)
             return ids
+
+    def update(self, node_id: str, text: str | None = None, *,
+               metadata: Mapping[str, Any] | None = None, speaker: str | None = None,
+               timestamp: datetime | float | str | None = None,
+               keep_history: bool = True) -> str:
+        """Store a new version of an episode; returns the new episode's id.
+
+        The new version takes ``text``, ``metadata`` and ``speaker`` where given and the
+        old episode's otherwise; its time is ``timestamp`` (default: now). It is validated,
+        firewalled and written like any turn *before* the old one changes, so a refused
+        update leaves the memory as it was. Then the old episode is kept and marked
+        ``superseded_by`` the new one (ranked below it, shown with its history), or, with
+        ``keep_history=False``, forgotten for good (:meth:`forget`).
+
+        >>> new = mem.update(old_id, "I live in Lisbon now.")        # doctest: +SKIP
+        >>> mem.get(old_id)["superseded_by"] == new                  # doctest: +SKIP
+        True
+        """
+        if not isinstance(keep_history, bool):
+            raise InvalidTypeError("keep_history must be a bool")
+        with self._lock:
+            state = self._open_state()
+            old = state.node(node_id)  # NodeNotFoundError for an unknown or archived id
+            if old["kind"] != "episode":
+                raise InvalidInputError(f"{node_id!r} is a concept; only episodes (turns) can be "
+                                        f"updated")
+            turn = {"text": old["text"] if text is None else text,
+                    "speaker": old.get("speaker") if speaker is None else speaker,
+                    "metadata": old.get("metadata") if metadata is None else metadata,
+                    "timestamp": timestamp}
+            new_id = self.add_turns([turn])[0]  # raises before anything changed
+            if keep_history:
+                state.supersede(node_id, new_id, at=time.time())
+                self.save()  # the supersession is durable when update returns
+            else:
+                self.forget(ids=[node_id])
+            return new_id
 
     # ------------------------------------------------------------------------------------
     # consolidation
@@ -611,6 +650,10 @@ class Synapse:
     async def aadd_turns(self, turns: Iterable[str | Mapping[str, Any]]) -> list[str]:
         """Async twin of :meth:`add_turns`."""
         return await self._run(self.add_turns, list(turns))
+
+    async def aupdate(self, node_id: str, text: str | None = None, **kwargs: Any) -> str:
+        """Async twin of :meth:`update`."""
+        return await self._run(self.update, node_id, text, **kwargs)
 
     async def aconsolidate(self) -> ConsolidationReport:
         """Async twin of :meth:`consolidate`."""

@@ -112,6 +112,7 @@ class Pass:
     pr: np.ndarray
     lexical: np.ndarray | None
     echo: np.ndarray  # the echo demotion (0, or negative): core/echoes.py
+    superseded: np.ndarray  # the demotion of a superseded version (0, or negative)
     parents: np.ndarray | None
     dense_rank: dict[str, int]
     bm25_rank: dict[str, int]
@@ -188,14 +189,47 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical)
+    hybrid = score
+    score = _rank_versions(view, cand, score, cfg.superseded_weight)
+    superseded = score - hybrid  # shown as a score component, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
     if scope.returnable is None:
         order = scoring.top_k(score, min(k, cand.size))
     else:
         keep = np.flatnonzero(scope.returnable[cand])
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
-    return Pass(cand, order, score, sim, activation, pr, lexical, echo, parents,
+    return Pass(cand, order, score, sim, activation, pr, lexical, echo, superseded, parents,
                 anchors.dense_rank, anchors.bm25_rank, activated, own_score is not None)
+
+
+def _superseded(view: Compiled) -> dict[int, int]:
+    """Position of each superseded episode -> position of its replacement (-1 when the
+    replacement is not active)."""
+    out = {}
+    for i, new in enumerate(view.node_values("superseded_by")):
+        if new is not None:
+            out[i] = view.index.get(new, -1)
+    return out
+
+
+def _rank_versions(view: Compiled, cand: np.ndarray, score: np.ndarray,
+                   weight: float) -> np.ndarray:
+    """Superseded episodes score ``weight`` times their score, and below their
+    replacement when both are candidates."""
+    versions = view.derived("superseded", _superseded)
+    if not versions:
+        return score
+    score = score.copy()
+    pos = {int(c): j for j, c in enumerate(cand)}
+    for j, c in enumerate(cand.tolist()):
+        new = versions.get(c)
+        if new is None:
+            continue
+        score[j] *= weight
+        k = pos.get(new)
+        if k is not None and score[j] >= score[k]:
+            score[j] = np.nextafter(score[k], -np.inf)
+    return score
 
 
 def feedback_entities(state: MemoryState, view: Compiled, run: Pass, top_r: int,
@@ -300,6 +334,9 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
         else {"type": d.get("ctype"), "mentions": d.get("mentions"), "aliases": list(d.get("aliases", []))},
         path=tuple(path),
         concepts=_led_by(view, idx, activation),
+        superseded_by=d.get("superseded_by"),
+        superseded_at=from_epoch(d.get("superseded_at")),
+        supersedes=d.get("supersedes"),
     )
 
 
@@ -369,7 +406,7 @@ class Retriever:
                                        float(run.pr[j]), run.bm25_rank.get(view.ids[run.cand[j]]),
                                        run.dense_rank.get(view.ids[run.cand[j]]),
                                        float(run.lexical[j]) if run.lexical is not None else 0.0,
-                                       float(run.echo[j]), weights),
+                                       float(run.echo[j]), weights, float(run.superseded[j])),
                        run.parents, activation)
             for j in run.order
         )

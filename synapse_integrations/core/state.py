@@ -172,6 +172,13 @@ class MemoryState:
         eps = self.graph.ids("episode")
         return max(eps, key=lambda n: self.graph.node(n)["seq"]) if eps else None
 
+    def supersede(self, old: str, new: str, *, at: float) -> None:
+        """Record that episode ``new`` replaces episode ``old`` (both kept): ``old`` gets
+        ``superseded_by`` and ``superseded_at``, ``new`` gets ``supersedes``."""
+        self.graph.node(old).update(superseded_by=new, superseded_at=at)
+        self.graph.node(new)["supersedes"] = old
+        self.graph.invalidate()  # the compiled view caches node attributes
+
     # ------------------------------------------------------------------------------------
     # concepts and edges (consolidation)
     # ------------------------------------------------------------------------------------

@@ -16,7 +16,11 @@ from collections.abc import Callable
 
 from ...errors import ConfigError
 from .base import Activation, Query, RetrievalModel
+from .evermind import EvermindModel
+from .mnemos import MnemosModel
+from .ppr import PPRModel
 from .synapse import SynapseModel
+from .synaptic import SynapticModel
 
 __all__ = ["Activation", "Query", "RetrievalModel", "get_model", "model_names", "register", "unregister"]
 
@@ -51,3 +55,7 @@ def get_model(name: str) -> RetrievalModel:
 
 
 register("synapse", SynapseModel)
+register("evermind", EvermindModel)
+register("synaptic", SynapticModel)
+register("mnemos", MnemosModel)
+register("ppr", PPRModel)

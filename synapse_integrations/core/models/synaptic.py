@@ -1,0 +1,738 @@
+"""SynapticRAG: temporal binding scores and leaky integrate-and-fire recall (seed paper 002).
+
+Every node carries a *spike train*: the times it was stimulated, with the stimulus values.
+A stimulus starts at the query and passes from node to node:
+
+- From a parent ``X`` (the query first) it reaches ``X``'s neighbours in vector space whose
+  cosine with ``X`` is at least ``cos_th`` (at most ``max_children`` of them, the nearest:
+  the paper searches a Faiss index). The child ``Y`` receives ``stim(X) * B(X, Y)``
+  (``stim(query) = 1``), so a stimulus is the product of the binding scores along its chain.
+- Binding score (Eqs. 1-3): ``B = B_scale * T * cos(X, Y)``, ``T = sigmoid(sum_i f(d_i))``,
+  ``f(d) = exp(-d / tau)``, the ``d_i`` read from the DTW cumulative distance matrix of the
+  two spike-time series (``dtaidistance``).
+- Each stimulated node is a dynamic leaky integrate-and-fire neuron (Eqs. 4-6):
+  ``tau dI/dt = -I + sum S delta(t - t_f)``, ``tau dV/dt = -V + I``; ``tau`` grows by
+  ``(1 - e^-dt) / (1 + e^-dt)`` at each stimulus (``dt``: time since the previous one);
+  a node whose ``V`` reaches ``v_th`` fires: ``V, I <- V_rest, I_rest`` (``tau`` is kept).
+- Fired nodes are the result and do not pass the stimulus on; a node that did not fire
+  passes it on (once) when its stimulus is at least ``stim_th``.
+
+DECISIONS (the paper leaves these open; docs/models.md explains each):
+
+- Spike trains are derived from the view: an episode was stimulated when it happened
+  (``ts``, else ``ingest_ts``), a concept each time one of its linked episodes happened,
+  each with stimulus 1; plus any stimuli recorded in a node's ``spikes`` attribute (a list
+  of ``[epoch seconds, value]``): the hook through which the engine will record retrieval
+  stimuli (a model must not write during ``activate``). The query is a node stimulated
+  once, at the query time (``query_time``; default: the latest event in the view).
+- Times are in ``time_unit`` (days by default), times ``t_scale``.
+- ``tau`` of Eq. 1 ("the average strength of the connected memory nodes") is
+  ``tau_scale`` times the mean of the two nodes' LIF time constants, each that of Eq. 4
+  after the node's own spike train (the query: ``tau_init``).
+- The ``d_i`` are the cumulative distances on the optimal warping path (``dtw_cells=
+  "path"``) or every cell of the matrix (``"matrix"``); dtaidistance's matrix holds the
+  square root of the accumulated squared differences. A node without a spike train has no
+  temporal evidence: ``T = sigmoid(0) = 0.5``.
+- The LIF equations are integrated exactly between stimuli (the input current jumps by
+  ``S / tau`` at a stimulus, Eq. 5 integrated across the delta); a node fires when ``V``
+  reaches ``v_th`` at any time after a stimulus (the peak of the free evolution, before
+  the next stimulus), and is reset at the crossing. All stimuli of one retrieval arrive
+  at the query time.
+
+>>> tau_increment(np.array([0.0, 1.0, 50.0])).round(4)
+array([0.    , 0.4621, 1.    ])
+>>> lif_free(np.array([0.0]), np.array([1.0]), tau=np.array([1.0]), dt=np.array([1.0]))[0].round(4)
+array([0.3679])
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy.special import expit, lambertw
+
+from ...errors import InvalidInputError, MissingDependencyError
+from . import _params as prm
+from ._neighbors import NeighborIndex, neighbor_table
+from .base import Activation, Query
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ...config import SynapseConfig
+    from ..graph import Compiled as GraphView
+
+__all__ = [
+    "LIFState",
+    "Propagation",
+    "SynapticModel",
+    "binding_score",
+    "lif_advance",
+    "lif_free",
+    "lif_peak",
+    "lif_run",
+    "lif_run_reference",
+    "propagate_stimulus",
+    "propagate_stimulus_reference",
+    "spike_trains",
+    "tau_after",
+    "tau_increment",
+    "temporal_score",
+    "temporal_scores_one_spike",
+]
+
+_SECONDS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0}
+_CACHE_SIZE = 1_000_000  # entries per cache; cleared when full
+
+
+# --------------------------------------------------------------------------------------------
+# Eq. 4: the time constant
+# --------------------------------------------------------------------------------------------
+def tau_increment(dt: np.ndarray | float) -> np.ndarray:
+    """``(1 - exp(-dt)) / (1 + exp(-dt))`` (= ``tanh(dt / 2)``): what ``tau`` gains at a
+    stimulus arriving ``dt`` after the previous one; 0 for simultaneous stimuli, towards
+    1 for rare ones."""
+    dt = np.asarray(dt, dtype=np.float64)
+    return np.tanh(dt / 2.0)
+
+
+def tau_after(times: Sequence[float], *, tau_init: float) -> float:
+    """``tau`` after a spike train (times in the model's unit, sorted): ``tau_init`` plus
+    the increment of Eq. 4 for each stimulus after the first.
+
+    >>> round(tau_after([0.0, 1.0, 1.0], tau_init=1.0), 4)
+    1.4621
+    """
+    t = np.asarray(times, dtype=np.float64)
+    if t.size < 2:
+        return float(tau_init)
+    return float(tau_init + tau_increment(np.diff(t)).sum())
+
+
+# --------------------------------------------------------------------------------------------
+# Eqs. 1-3: temporal and binding scores (DTW from dtaidistance)
+# --------------------------------------------------------------------------------------------
+def _dtw() -> Any:
+    try:
+        from dtaidistance import dtw
+    except ImportError as exc:  # pragma: no cover - it is a dependency
+        raise MissingDependencyError(
+            "the SynapticRAG model needs dtaidistance: pip install dtaidistance") from exc
+    return dtw
+
+
+def temporal_score(times_x: Sequence[float], times_y: Sequence[float], *, tau: float,
+                   cells: str = "path") -> float:
+    """Eq. 2: ``T = sigmoid(sum_i exp(-d_i / tau))``, the ``d_i`` from dtaidistance's
+    cumulative DTW matrix of the two spike-time series: the cells of the optimal warping
+    path (``cells="path"``) or all cells (``"matrix"``). ``T`` is 0.5 when a series is empty.
+
+    >>> round(temporal_score([0.0], [0.0], tau=1.0), 4)  # d = 0: f = 1
+    0.7311
+    >>> round(temporal_score([0.0], [2.0, 3.0], tau=1.0), 4)  # d = 2, sqrt(4 + 9)
+    0.5405
+    """
+    if not (math.isfinite(tau) and tau > 0):
+        raise InvalidInputError(f"tau must be a finite number > 0, got {tau!r}")
+    if cells not in ("path", "matrix"):
+        raise InvalidInputError(f"cells must be 'path' or 'matrix', got {cells!r}")
+    x = np.ascontiguousarray(times_x, dtype=np.float64)
+    y = np.ascontiguousarray(times_y, dtype=np.float64)
+    if x.size == 0 or y.size == 0:
+        return 0.5
+    dtw = _dtw()
+    _, paths = dtw.warping_paths(x, y, use_c=True)
+    if cells == "path":
+        d = np.array([paths[i + 1, j + 1] for i, j in dtw.best_path(paths)])
+    else:
+        d = paths[1:, 1:].ravel()
+    return float(expit(np.exp(-d / tau).sum()))
+
+
+def binding_score(times_x: Sequence[float], times_y: Sequence[float], cos: float, *,
+                  tau: float, b_scale: float = 1.0, cells: str = "path") -> float:
+    """Eq. 3 (with the paper's ``B_scale``): ``b_scale * T * cos``.
+
+    >>> round(binding_score([0.0], [0.0], 0.5, tau=1.0), 4)
+    0.3655
+    """
+    return float(b_scale * temporal_score(times_x, times_y, tau=tau, cells=cells) * cos)
+
+
+def temporal_scores_one_spike(single: np.ndarray, flat: np.ndarray, lengths: np.ndarray, *,
+                              tau: np.ndarray) -> np.ndarray:
+    """:func:`temporal_score` for many pairs at once where one train of each pair holds a
+    single spike ``single[r]`` and the other the ``lengths[r]`` times that follow each other
+    in ``flat``. With one spike on a side the DTW matrix is a single row: one warping path
+    through every cell, whose cumulative distances are ``sqrt(sum_{l <= j} (x - y_l)^2)``
+    (the same in ``"path"`` and ``"matrix"`` mode); :func:`temporal_score`, through
+    dtaidistance, is the reference the tests hold this to. A pair with an empty train gets
+    0.5.
+
+    >>> temporal_scores_one_spike(np.array([0.0, 5.0]), np.array([2.0, 3.0, 5.0]),
+    ...                           np.array([2, 1]), tau=np.ones(2)).round(4)
+    array([0.5405, 0.7311])
+    """
+    single = np.asarray(single, dtype=np.float64)
+    flat = np.asarray(flat, dtype=np.float64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    tau = np.asarray(tau, dtype=np.float64)
+    out = np.full(single.size, 0.5)
+    if flat.size == 0:
+        return out
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    owner = np.repeat(np.arange(single.size), lengths)
+    sq = np.cumsum((single[owner] - flat) ** 2)
+    before = np.concatenate(([0.0], sq))[np.repeat(starts, lengths)]
+    f = np.exp(-np.sqrt(np.maximum(sq - before, 0.0)) / tau[owner])
+    has = lengths > 0
+    out[has] = expit(np.add.reduceat(f, starts[has]))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Eqs. 5-6: the leaky integrate-and-fire neuron, integrated exactly between stimuli
+# --------------------------------------------------------------------------------------------
+def lif_free(v: np.ndarray, i: np.ndarray, *, tau: np.ndarray,
+             dt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(V, I)`` after ``dt`` without input: ``I = i e^(-dt/tau)``,
+    ``V = (v + i dt / tau) e^(-dt/tau)`` (the exact solution of Eqs. 5-6, one ``tau``)."""
+    v, i, tau, dt = (np.asarray(a, dtype=np.float64) for a in (v, i, tau, dt))
+    decay = np.exp(-dt / tau)
+    return (v + i * dt / tau) * decay, i * decay
+
+
+def lif_peak(v: np.ndarray, i: np.ndarray, *, tau: np.ndarray,
+             horizon: np.ndarray | float = np.inf) -> np.ndarray:
+    """Largest ``V`` (its supremum) over ``[0, horizon]`` of the free evolution from
+    ``(v, i)``. With ``i > v`` and ``i > 0``, ``V`` rises to ``i * exp(-(1 - v/i))`` at
+    ``s* = tau (1 - v/i)``, then decays; otherwise it only falls or creeps towards 0.
+
+    >>> lif_peak(np.array([0.0, 0.5]), np.array([1.0, 0.2]), tau=np.array([2.0, 2.0])).round(4)
+    array([0.3679, 0.5   ])
+    """
+    v, i, tau = (np.asarray(a, dtype=np.float64) for a in (v, i, tau))
+    h = np.broadcast_to(np.asarray(horizon, dtype=np.float64), v.shape)
+    rising = (i > 0) & (i > v)
+    s_star = tau * (1.0 - v / np.where(rising, i, 1.0))
+    s = np.where(rising, np.minimum(s_star, h), h)
+    finite = np.isfinite(s)
+    at_s, _ = lif_free(v, i, tau=tau, dt=np.where(finite, s, 0.0))
+    return np.maximum(v, np.where(finite, at_s, 0.0))  # V tends to 0 as s grows
+
+
+def _crossing(v: np.ndarray, i: np.ndarray, tau: np.ndarray, v_th: float) -> np.ndarray:
+    """First ``s >= 0`` with ``V(s) = v_th`` on the rising side (callers make sure it
+    exists): ``(v + i u) e^-u = v_th`` with ``u = s / tau`` solves to
+    ``u = -W0(-(v_th / i) e^(-v / i)) - v / i`` (Lambert W, principal branch)."""
+    v, i, tau = (np.asarray(a, dtype=np.float64) for a in (v, i, tau))
+    out = np.zeros_like(v)
+    need = v < v_th
+    if need.any():
+        vi = v[need] / i[need]
+        arg = np.maximum(-(v_th / i[need]) * np.exp(-vi), -math.exp(-1.0))
+        out[need] = tau[need] * np.maximum(-np.real(lambertw(arg, 0)) - vi, 0.0)
+    return out
+
+
+def lif_advance(v: np.ndarray, i: np.ndarray, *, tau: np.ndarray, dt: np.ndarray,
+                v_th: float, v_rest: float = 0.0, i_rest: float = 0.0,
+                max_resets: int = 16) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Advance ``(V, I)`` by ``dt`` without input, firing (and resetting at the crossing)
+    whenever ``V`` reaches ``v_th``. Returns ``(V, I, spikes)``, ``spikes`` the number of
+    firings per neuron."""
+    v, i, tau, dt = (np.array(a, dtype=np.float64) for a in np.broadcast_arrays(v, i, tau, dt))
+    spikes = np.zeros(v.shape, dtype=np.int64)
+    left = dt.copy()
+    for _ in range(max_resets):
+        fires = lif_peak(v, i, tau=tau, horizon=left) >= v_th
+        if not fires.any():
+            break
+        s = _crossing(v[fires], i[fires], tau[fires], v_th)
+        spikes[fires] += 1
+        left[fires] = np.maximum(left[fires] - s, 0.0)
+        v[fires], i[fires] = v_rest, i_rest
+        if v_rest >= v_th:  # a reset at or above threshold would fire forever: stop here
+            break
+    v, i = lif_free(v, i, tau=tau, dt=left)
+    return v, i, spikes
+
+
+@dataclass(frozen=True)
+class LIFState:
+    """A neuron right after its last stimulus: potential, current, time constant, the time
+    of that stimulus, and how often it fired on the way."""
+
+    v: float
+    i: float
+    tau: float
+    t_last: float
+    spikes: int
+
+
+def lif_run(times: Sequence[float], values: Sequence[float], *, tau_init: float, v_th: float,
+            v_rest: float = 0.0, i_rest: float = 0.0) -> LIFState:
+    """Feed a spike train (times sorted, in the model's unit) to a neuron at rest
+    (``V = I = 0``, ``tau = tau_init``): before each stimulus the neuron evolves freely
+    (firing on the way, :func:`lif_advance`), ``tau`` gains :func:`tau_increment` of the
+    gap, and the current jumps by ``value / tau``.
+
+    >>> s = lif_run([0.0, 1.0], [1.0, 1.0], tau_init=1.0, v_th=10.0)
+    >>> round(s.tau, 4), round(s.i, 4), round(s.v, 4)
+    (1.4621, 1.0518, 0.3679)
+    """
+    t = np.asarray(times, dtype=np.float64)
+    w = np.asarray(values, dtype=np.float64)
+    if t.shape != w.shape or t.ndim != 1:
+        raise InvalidInputError("times and values must be 1-D arrays of the same length")
+    if t.size > 1 and (np.diff(t) < 0).any():
+        raise InvalidInputError("times must be sorted")
+    v = i = 0.0
+    tau = float(tau_init)
+    spikes = 0
+    for k in range(t.size):
+        if k:
+            gap = t[k] - t[k - 1]
+            va, ia, sa = lif_advance(np.array([v]), np.array([i]), tau=np.array([tau]),
+                                     dt=np.array([gap]), v_th=v_th, v_rest=v_rest,
+                                     i_rest=i_rest)
+            v, i, spikes = float(va[0]), float(ia[0]), spikes + int(sa[0])
+            tau += float(tau_increment(gap))
+        i += float(w[k]) / tau
+    return LIFState(v, i, tau, float(t[-1]) if t.size else -math.inf, spikes)
+
+
+def lif_run_reference(times: Sequence[float], values: Sequence[float], *, tau_init: float,
+                      v_th: float, v_rest: float = 0.0, i_rest: float = 0.0,
+                      step: float = 1e-4) -> LIFState:
+    """:func:`lif_run` by forward Euler steps of ``step`` (slow, approximate; tests only)."""
+    v = i = 0.0
+    tau = float(tau_init)
+    spikes = 0
+    for k, (t, w) in enumerate(zip(times, values)):
+        if k:
+            gap = t - times[k - 1]
+            steps = int(round(gap / step))
+            for _ in range(steps):
+                v, i = v + step * (-v + i) / tau, i + step * (-i) / tau
+                if v >= v_th:
+                    v, i = v_rest, i_rest
+                    spikes += 1
+            tau += (1 - math.exp(-gap)) / (1 + math.exp(-gap))
+        i += w / tau
+    return LIFState(v, i, tau, float(times[-1]) if len(times) else -math.inf, spikes)
+
+
+# --------------------------------------------------------------------------------------------
+# the stimulus, generation by generation
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Propagation:
+    """Outcome of :func:`propagate_stimulus`, per node.
+
+    Attributes:
+        stimulus: total stimulus received.
+        peak: the highest membrane potential reached (at firing, for fired nodes).
+        fired: whether the node fired.
+        parent: the node whose chain brought the strongest stimulus (-1: the query, or not
+            stimulated).
+        generation: the generation that first stimulated the node (0: not stimulated).
+    """
+
+    stimulus: np.ndarray
+    peak: np.ndarray
+    fired: np.ndarray
+    parent: np.ndarray
+    generation: np.ndarray
+
+
+#: ``binding(parents, children, cos) -> B`` for arrays of pairs (parent -1: the query).
+Binding = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def propagate_stimulus(
+    first: np.ndarray,
+    first_cos: np.ndarray,
+    neighbors: np.ndarray,
+    neighbor_cos: np.ndarray,
+    binding: Binding,
+    *,
+    v: np.ndarray,
+    i: np.ndarray,
+    tau: np.ndarray,
+    idle: np.ndarray,
+    cos_th: float,
+    stim_th: float,
+    v_th: float,
+    v_rest: float = 0.0,
+    i_rest: float = 0.0,
+    max_generations: int = 5,
+) -> Propagation:
+    """Pass the query's stimulus through the nodes (module docstring: the rules).
+
+    Args:
+        first, first_cos: the query's children (node indices) and their cosines with it.
+        neighbors, neighbor_cos: ``(n, k)`` each node's nearest nodes (-1: padding) and
+            cosines: the candidates for its children.
+        binding: ``B`` for arrays of (parent, child, cosine) pairs.
+        v, i, tau: each neuron's state right after its last recorded stimulus.
+        idle: time from that stimulus to the query (0 for a node never stimulated).
+        cos_th, stim_th, v_th, v_rest, i_rest: the thresholds and the reset.
+        max_generations: stop after this many generations.
+
+    On its first stimulus a neuron evolves freely over ``idle`` (:func:`lif_advance`) and
+    ``tau`` gains ``tau_increment(idle)``; each stimulus ``S`` raises ``I`` by ``S / tau``;
+    after each generation a neuron whose peak potential reaches ``v_th`` fires.
+    """
+    n = neighbors.shape[0]
+    V = np.array(v, dtype=np.float64)
+    I_ = np.array(i, dtype=np.float64)
+    TAU = np.array(tau, dtype=np.float64)
+    idle = np.asarray(idle, dtype=np.float64)
+    touched = np.zeros(n, dtype=bool)
+    fired = np.zeros(n, dtype=bool)
+    spread = np.zeros(n, dtype=bool)
+    stimulus = np.zeros(n)
+    peak = np.zeros(n)
+    parent = np.full(n, -1, dtype=np.int64)
+    generation = np.zeros(n, dtype=np.int64)
+    senders = np.array([-1], dtype=np.int64)
+    sent = np.array([1.0])
+    for g in range(1, max_generations + 1):
+        if g == 1:
+            kids = np.asarray(first, dtype=np.int64)
+            cs = np.asarray(first_cos, dtype=np.float64)
+            par = np.full(kids.size, -1, dtype=np.int64)
+            s_par = np.ones(kids.size)
+        else:
+            kids = neighbors[senders].ravel()
+            cs = neighbor_cos[senders].ravel().astype(np.float64)
+            par = np.repeat(senders, neighbors.shape[1])
+            s_par = np.repeat(sent, neighbors.shape[1])
+        ok = (kids >= 0) & (cs >= cos_th)
+        kids, cs, par, s_par = kids[ok], cs[ok], par[ok], s_par[ok]
+        if kids.size == 0:
+            break
+        s = s_par * np.asarray(binding(par, kids, cs), dtype=np.float64)
+        # strongest chain per child (lowest parent on ties), total input per child
+        order = np.lexsort((par, -s, kids))
+        kids, par, s = kids[order], par[order], s[order]
+        head = np.ones(kids.size, dtype=bool)
+        head[1:] = kids[1:] != kids[:-1]
+        uk, best, best_par = kids[head], s[head], par[head]
+        total = np.add.reduceat(s, np.flatnonzero(head))
+        new = uk[~touched[uk]]
+        if new.size:
+            V[new], I_[new], _ = lif_advance(V[new], I_[new], tau=TAU[new], dt=idle[new],
+                                             v_th=v_th, v_rest=v_rest, i_rest=i_rest)
+            TAU[new] += tau_increment(idle[new])
+            touched[new] = True
+            generation[new] = g
+            fresh = generation[uk] == g
+            parent[uk[fresh]] = best_par[fresh]
+        I_[uk] += total / TAU[uk]
+        stimulus[uk] += total
+        pk = lif_peak(V[uk], I_[uk], tau=TAU[uk])
+        peak[uk] = np.maximum(peak[uk], pk)
+        fire = (pk >= v_th) & ~fired[uk]
+        fired[uk[fire]] = True
+        V[uk[fire]], I_[uk[fire]] = v_rest, i_rest
+        go = ~fired[uk] & ~spread[uk] & (best >= stim_th)
+        senders, sent = uk[go], best[go]
+        spread[senders] = True
+        if senders.size == 0:
+            break
+    return Propagation(stimulus, peak, fired, parent, generation)
+
+
+def propagate_stimulus_reference(first: np.ndarray, first_cos: np.ndarray,
+                                 neighbors: np.ndarray, neighbor_cos: np.ndarray,
+                                 binding: Binding, *, v: np.ndarray, i: np.ndarray,
+                                 tau: np.ndarray, idle: np.ndarray, cos_th: float,
+                                 stim_th: float, v_th: float, v_rest: float = 0.0,
+                                 i_rest: float = 0.0, max_generations: int = 5) -> Propagation:
+    """:func:`propagate_stimulus` one pair and one neuron at a time (tests only)."""
+    n = len(neighbors)
+    V, I_, TAU = [float(x) for x in v], [float(x) for x in i], [float(x) for x in tau]
+    touched, fired, spread = [False] * n, [False] * n, [False] * n
+    stimulus, peak = [0.0] * n, [0.0] * n
+    parent, generation = [-1] * n, [0] * n
+    senders: list[tuple[int, float]] = [(-1, 1.0)]
+    for g in range(1, max_generations + 1):
+        pairs = []
+        for p, sp_ in senders:
+            if p < 0:
+                cands = list(zip(np.asarray(first).tolist(), np.asarray(first_cos).tolist()))
+            else:
+                cands = list(zip(neighbors[p].tolist(), neighbor_cos[p].tolist()))
+            for c, cs in cands:
+                if c >= 0 and cs >= cos_th:
+                    b = float(binding(np.array([p]), np.array([c]), np.array([cs]))[0])
+                    pairs.append((p, c, sp_ * b))
+        if not pairs:
+            break
+        inbox: dict[int, list[tuple[float, int]]] = {}
+        for p, c, s in pairs:
+            inbox.setdefault(c, []).append((s, p))
+        nxt = []
+        for c in sorted(inbox):
+            msgs = inbox[c]
+            best = max(s for s, _ in msgs)
+            best_par = min(p for s, p in msgs if s == best)
+            if not touched[c]:
+                va, ia, _ = lif_advance(np.array([V[c]]), np.array([I_[c]]),
+                                        tau=np.array([TAU[c]]), dt=np.array([idle[c]]),
+                                        v_th=v_th, v_rest=v_rest, i_rest=i_rest)
+                V[c], I_[c] = float(va[0]), float(ia[0])
+                TAU[c] += (1 - math.exp(-idle[c])) / (1 + math.exp(-idle[c]))
+                touched[c], generation[c], parent[c] = True, g, best_par
+            total = sum(s for s, _ in msgs)
+            I_[c] += total / TAU[c]
+            stimulus[c] += total
+            pk = float(lif_peak(np.array([V[c]]), np.array([I_[c]]), tau=np.array([TAU[c]]))[0])
+            peak[c] = max(peak[c], pk)
+            if pk >= v_th and not fired[c]:
+                fired[c] = True
+                V[c], I_[c] = v_rest, i_rest
+            if not fired[c] and not spread[c] and best >= stim_th:
+                spread[c] = True
+                nxt.append((c, best))
+        senders = nxt
+        if not senders:
+            break
+    return Propagation(np.array(stimulus), np.array(peak), np.array(fired),
+                       np.array(parent, dtype=np.int64), np.array(generation, dtype=np.int64))
+
+
+# --------------------------------------------------------------------------------------------
+# spike trains from the view
+# --------------------------------------------------------------------------------------------
+def _seconds(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def spike_trains(view: GraphView) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
+    """Each node's spike train ``(times, values)``, times in epoch seconds, sorted: an
+    episode's event time (``ts``, else ``ingest_ts``), a concept's linked episodes' event
+    times (edges either way), each with value 1; plus the node's recorded ``spikes``
+    (``[[seconds, value], ...]``)."""
+    n = view.n
+    ts = view.node_values("ts", None)
+    ingest = view.node_values("ingest_ts", None)
+    own = [_seconds(a) if _seconds(a) is not None else _seconds(b) for a, b in zip(ts, ingest)]
+    events: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    ep = view.is_episode
+    for k in np.flatnonzero(ep):
+        if own[k] is not None:
+            events[k].append((own[k], 1.0))
+    src, dst = np.asarray(view.src), np.asarray(view.dst)
+    link = ep[src] != ep[dst]
+    concept = np.where(ep[src[link]], dst[link], src[link])
+    episode = np.where(ep[src[link]], src[link], dst[link])
+    pairs = sorted(set(zip(concept.tolist(), episode.tolist())))
+    for c, e in pairs:
+        if own[e] is not None:
+            events[c].append((own[e], 1.0))
+    for k, rec in enumerate(view.node_values("spikes", None)):
+        if rec:
+            for item in rec:
+                t, val = (_seconds(item[0]), _seconds(item[1])) if len(item) == 2 else (None, None)
+                if t is not None and val is not None:
+                    events[k].append((t, val))
+    out = []
+    for ev in events:
+        ev.sort()
+        out.append((tuple(t for t, _ in ev), tuple(v for _, v in ev)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the retrieval model
+# --------------------------------------------------------------------------------------------
+def _ranges(lengths: np.ndarray) -> np.ndarray:
+    """``concat(arange(l) for l in lengths)``."""
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    return np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
+
+
+PARAMS = prm.ParamSpec("synaptic", {
+    "cos_th": (0.5, prm.cosine),
+    "stim_th": (0.1, prm.non_negative),
+    "v_th": (0.05, prm.positive),
+    "v_rest": (0.0, prm.finite),
+    "i_rest": (0.0, prm.non_negative),
+    "tau_init": (1.0, prm.positive),
+    "tau_scale": (1.0, prm.positive),
+    "t_scale": (1.0, prm.positive),
+    "b_scale": (1.0, prm.positive),
+    "time_unit": ("days", prm.choice(*_SECONDS)),
+    "max_children": (10, prm.positive_int),
+    "max_generations": (5, prm.positive_int),
+    "dtw_cells": ("path", prm.choice("path", "matrix")),
+    "query_time": (None, prm.optional(prm.finite)),
+    "rank": ("model", prm.choice("model", "hybrid")),
+})
+
+
+class SynapticModel:
+    """SynapticRAG's stimulus propagation and LIF firing (``SynapseConfig(model="synaptic")``).
+
+    Hyperparameters, ``SynapseConfig(extra={"synaptic": {...}})``. The paper tunes nine of
+    them with Optuna and publishes no values: every default below is ours.
+
+    ``cos_th`` 0.5, ``max_children`` 10
+        a stimulus reaches a node's (or the query's) ``max_children`` nearest nodes whose
+        cosine is at least ``cos_th``.
+    ``stim_th`` 0.1
+        a node that did not fire passes the stimulus on when it is at least this.
+    ``v_th`` 0.05, ``v_rest`` 0, ``i_rest`` 0, ``tau_init`` 1
+        the neuron: firing threshold, reset values, initial time constant. With these, a
+        node stimulated once after a long quiet spell (``tau`` about 2) fires when its
+        stimulus is at least ``v_th * tau * e``, about 0.27.
+    ``tau_scale`` 1, ``t_scale`` 1, ``b_scale`` 1, ``time_unit`` "days"
+        the paper's scaling constants for ``tau`` (binding), time and ``B``; the unit of
+        time of Eqs. 1 and 4.
+    ``max_generations`` 5
+        a cap on the chain length (the thresholds usually stop it earlier).
+    ``dtw_cells`` "path"
+        which cells of the DTW matrix give the ``d_i``.
+    ``query_time`` None
+        epoch seconds of the query; None: the latest event in the view.
+    ``rank`` "model"
+        ``"model"``: rank by peak potential over threshold (fired nodes score >= 1; only
+        fired nodes join the anchors as candidates), as the paper returns fired nodes;
+        ``"hybrid"``: leave the ranking to the engine's hybrid score (the stimulus enters
+        it as the activation).
+
+    Concepts take part (their spike trains are their episodes' times). The spike trains,
+    the neurons' states after them and the vector-space neighbours are built once per
+    graph version; binding scores are cached per pair of spike trains.
+    """
+
+    name = "synaptic"
+
+    def __init__(self) -> None:
+        self.neighbors = NeighborIndex()
+        self._lock = threading.Lock()
+        self._binding_cache: dict[tuple[Any, ...], float] = {}
+        self._state_cache: dict[tuple[Any, ...], LIFState] = {}
+
+    # -- per view ---------------------------------------------------------------------------
+    def _trains(self, view: GraphView) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
+        return view.derived("synaptic.trains", spike_trains)
+
+    def _flat_times(self, view: GraphView) -> tuple[np.ndarray, np.ndarray]:
+        """Every node's spike times, concatenated (epoch seconds), and each node's offset."""
+        def build(v: GraphView) -> tuple[np.ndarray, np.ndarray]:
+            trains = self._trains(v)
+            lengths = np.array([len(t) for t, _ in trains], dtype=np.int64)
+            flat = np.fromiter((x for t, _ in trains for x in t), dtype=np.float64,
+                               count=int(lengths.sum()))
+            return flat, np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        return view.derived("synaptic.flat", build)
+
+    def _states(self, view: GraphView, p: dict[str, Any]) -> tuple[np.ndarray, ...]:
+        unit = _SECONDS[p["time_unit"]] / p["t_scale"]
+        key = (unit, p["tau_init"], p["v_th"], p["v_rest"], p["i_rest"])
+
+        def build(v: GraphView) -> tuple[np.ndarray, ...]:
+            trains = self._trains(v)
+            out = np.empty((len(trains), 4))
+            for k, (times, values) in enumerate(trains):
+                ck = (key, times, values)
+                with self._lock:
+                    st = self._state_cache.get(ck)
+                if st is None:
+                    st = lif_run([t / unit for t in times], values, tau_init=p["tau_init"],
+                                 v_th=p["v_th"], v_rest=p["v_rest"], i_rest=p["i_rest"])
+                    with self._lock:
+                        if len(self._state_cache) >= _CACHE_SIZE:
+                            self._state_cache.clear()
+                        self._state_cache[ck] = st
+                out[k] = (st.v, st.i, st.tau, st.t_last * unit if times else -np.inf)
+            return tuple(out.T)
+
+        return view.derived(f"synaptic.states:{key!r}", build)
+
+    # -- the query --------------------------------------------------------------------------
+    def activate(self, view: GraphView, query: Query, config: SynapseConfig) -> Activation:
+        p = prm.read_params(config, PARAMS)
+        n = view.n
+        if n == 0:
+            return Activation(np.zeros(0))
+        unit = _SECONDS[p["time_unit"]] / p["t_scale"]
+        trains = self._trains(view)
+        v0, i0, tau0, t_last = self._states(view, p)
+        t_query = p["query_time"]
+        if t_query is None:
+            finite = t_last[np.isfinite(t_last)]
+            t_query = float(finite.max()) if finite.size else 0.0
+        idle = np.where(np.isfinite(t_last), np.maximum(t_query - t_last, 0.0) / unit, 0.0)
+
+        sim = np.nan_to_num(np.asarray(query.sim, dtype=np.float64), nan=-1.0)
+        kk = min(p["max_children"], n)
+        first = np.argpartition(-sim, kk - 1)[:kk] if kk else np.zeros(0, dtype=np.int64)
+        first = first[np.lexsort((first, -sim[first]))]
+        if config.use_graph:
+            table = neighbor_table(view, subset="all", k=p["max_children"], index=self.neighbors)
+            nbr, nbr_cos = table.index, table.sim
+        else:  # no spreading between memories: only the query's own stimulus
+            nbr = np.full((n, 1), -1, dtype=np.int64)
+            nbr_cos = np.full((n, 1), -np.inf, dtype=np.float32)
+        flat, offsets = self._flat_times(view)
+        lengths = np.diff(offsets)
+        bkey = (unit, p["tau_init"], p["tau_scale"], p["dtw_cells"])
+
+        def binding(parents: np.ndarray, children: np.ndarray, cos: np.ndarray) -> np.ndarray:
+            query_side = parents < 0
+            pa = np.maximum(parents, 0)
+            la = np.where(query_side, 1, lengths[pa])
+            lb = lengths[children]
+            tau_b = p["tau_scale"] * (np.where(query_side, p["tau_init"], tau0[pa])
+                                      + tau0[children]) / 2.0
+            T = np.full(children.size, 0.5)
+            # one side a single spike (the query always is): vectorised, no DTW call
+            one = (np.minimum(la, lb) >= 1) & ((la == 1) | (lb == 1))
+            if one.any():
+                a_single = la[one] == 1  # else the child holds the single spike
+                from_query = a_single & query_side[one]
+                x = np.empty(a_single.size)
+                x[from_query] = t_query
+                x[a_single & ~from_query] = flat[offsets[pa[one][a_single & ~from_query]]]
+                x[~a_single] = flat[offsets[children[one][~a_single]]]
+                other = np.where(a_single, children[one], pa[one])
+                n_other = lengths[other]
+                pos = np.repeat(offsets[other], n_other) + _ranges(n_other)
+                T[one] = temporal_scores_one_spike(x / unit, flat[pos] / unit, n_other,
+                                                   tau=tau_b[one])
+            # both sides with several spikes: dtaidistance, cached per pair of trains
+            for r in np.flatnonzero((la > 1) & (lb > 1)):
+                a, b = int(parents[r]), int(children[r])
+                ta, tb = trains[a][0], trains[b][0]
+                ck = (bkey, ta, tb)
+                with self._lock:
+                    t = self._binding_cache.get(ck)
+                if t is None:
+                    t = temporal_score([x / unit for x in ta], [x / unit for x in tb],
+                                       tau=float(tau_b[r]), cells=p["dtw_cells"])
+                    with self._lock:
+                        if len(self._binding_cache) >= _CACHE_SIZE:
+                            self._binding_cache.clear()
+                        self._binding_cache[ck] = t
+                T[r] = t
+            return p["b_scale"] * T * cos
+
+        prop = propagate_stimulus(
+            first, sim[first], nbr, nbr_cos, binding, v=v0, i=i0, tau=tau0, idle=idle,
+            cos_th=p["cos_th"], stim_th=p["stim_th"], v_th=p["v_th"], v_rest=p["v_rest"],
+            i_rest=p["i_rest"], max_generations=p["max_generations"])
+        fired = np.flatnonzero(prop.fired)
+        if p["rank"] == "model":
+            return Activation(prop.stimulus, parents=prop.parent, reached=fired,
+                              score=prop.peak / p["v_th"])
+        return Activation(prop.stimulus, parents=prop.parent)
