@@ -390,7 +390,7 @@ chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
 for text in ["My sister Ana moved to Lisbon last year.", "I adopted a beagle called Biscuit.",
              "Who went skiing in Whistler with Sam?"]:
     reply = chat.chat(text)
-print(str(reply)[:900])       # MockLLM echoes the prompt: the <synapse_memory> block is in it
+print(str(reply).split("</memory>")[0] + "</memory>")   # MockLLM echoes its prompt: the memory block
 print("\\nrecorded in sam's memory:", [e["text"][:40] for e in pool.get("user_id=sam").episodes()[20:]])'''),
     new_markdown_cell("## What instrumentation shows\n\nEach recall (the block's and the retriever's) is a retrieval "
                       "span: `RetrievalStartEvent` (the query), a `SynapseGateEvent` (the gate's decision) and "
@@ -431,7 +431,7 @@ for n in response.source_nodes:
     c = n.node.metadata["components"]
     print(f"{n.score:.3f}  sim {c['similarity']:.2f}  act {c['activation']:.2f}  pr {c['pagerank']:.2f}  "
           f"lex {c['lexical']:.2f}  {n.node.get_content()[:60]}")
-off_topic = retriever.retrieve("What is the boiling point of liquid nitrogen?")
+off_topic = retriever.retrieve("quantum chromodynamics on the lattice")
 print(f"\\noff-topic question: {len(off_topic)} nodes (none when the gate rejects it)")'''),
     new_markdown_cell("## Which memories were activated, and why"),
     new_code_cell(EXPLAIN),

@@ -6,9 +6,10 @@ statement ("My sister Ana moved to Lisbon last year."), although it adds nothing
 be wrong. Two steps keep the user's statement first:
 
 1. **at ingestion** (:func:`mark`): an *assistant* turn is marked as an echo of a *user*
-   turn when their embeddings' cosine is at least :data:`ECHO_COSINE` and the user turn is
-   one of the :data:`ECHO_LOOKBACK` episodes just before it (in the same ``add_turns`` call
-   or already stored). The best such user turn is its source: the turn's metadata gets
+   statement (a user turn that does not end with ``?``: an answer to a question is not an
+   echo of it) when their embeddings' cosine is at least :data:`ECHO_COSINE` and the user
+   turn is one of the :data:`ECHO_LOOKBACK` episodes just before it (in the same
+   ``add_turns`` call or already stored). The best such user turn is its source: the turn's metadata gets
    ``echo_of: <source id>``. Roles come from the turn's metadata ``role`` (``"user"`` /
    ``"assistant"``, which the framework adapters set) or, without one, from the speaker
    name (:data:`USER_SPEAKERS`, :data:`ASSISTANT_SPEAKERS`, case-insensitive). An
@@ -86,7 +87,7 @@ def mark(rows: Sequence[dict[str, Any]], embs: np.ndarray, state: Any) -> int:
         before += [(nid, d, state.graph.vectors[nid]) for nid, d in stored]
         best, best_cos = None, ECHO_COSINE
         for nid, turn, vec in before[:ECHO_LOOKBACK]:
-            if not is_role(turn, "user"):
+            if not is_role(turn, "user") or str(turn.get("text", "")).rstrip().endswith("?"):
                 continue
             cos = float(np.dot(np.asarray(vec, dtype=np.float64), np.asarray(embs[k], dtype=np.float64)))
             if cos >= best_cos:
