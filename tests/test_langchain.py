@@ -417,3 +417,14 @@ def test_memory_tools_update_and_forget_in_the_callers_namespace(tmp_path, embed
     assert not pool.get("user_id=u1").contains(miso)
     assert forget.invoke({"memory_ids": ["ep-nope"]}, u1).startswith("Refused")
     pool.close()
+
+
+def test_chat_history_replay_stores_nothing_twice(tmp_path, embedder):
+    with Synapse(tmp_path, embedder=embedder) as mem:
+        history = SynapseChatMessageHistory(mem)
+        said = [HumanMessage("My dog is called Biscuit.", id="h1"), AIMessage("Noted.", id="a1")]
+        history.add_messages(said)
+        history.add_messages(said)  # a replay
+        assert [m.content for m in history.messages] == ["My dog is called Biscuit.", "Noted."]
+        history.add_messages([HumanMessage("yes"), HumanMessage("yes")])  # no ids: stored as given
+        assert len(history.messages) == 4
