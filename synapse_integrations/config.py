@@ -64,7 +64,11 @@ class SynapseConfig:
     Retrieval
         model: the retrieval model (:mod:`synapse_integrations.core.models`): how energy
             moves from the anchors through the memory. ``"synapse"`` (default) is the
-            paper's spreading activation.
+            paper's spreading activation; ``"evermind"``, ``"synaptic"``, ``"mnemos"`` and
+            ``"ppr"`` are the other seed systems (docs/models.md).
+        model_params: hyperparameters of the non-default models, one dict per model name
+            (``{"evermind": {"gamma": 0.9}}``; defaults and bounds: docs/models.md).
+            Retrieval-only: changing them never changes the graph.
         anchor_top_k: how many BM25 hits and how many dense hits seed the activation.
         alpha: initial activation ``a0 = alpha * cos(h_i, h_q)`` for anchors.
         spreading_factor (S), decay (delta), fan effect, inhibition (beta, M),
@@ -123,6 +127,7 @@ class SynapseConfig:
 
     # --- retrieval: triggers and dynamics (section 3.2)
     model: str = "synapse"
+    model_params: dict[str, Any] = field(default_factory=dict)
     anchor_top_k: int = 20
     alpha: float = 1.0
     spreading_factor: float = 0.8
@@ -200,6 +205,9 @@ class SynapseConfig:
         need(self.gate_signal in ("activation", "similarity", "score"),
              f"gate_signal must be 'activation', 'similarity' or 'score', got {self.gate_signal!r}")
         need(self.use_bm25 or self.use_dense, "at least one of use_bm25 / use_dense must be on")
+        need(isinstance(self.model_params, dict)
+             and all(isinstance(k, str) and isinstance(v, dict) for k, v in self.model_params.items()),
+             f"model_params must map model names to dicts, got {self.model_params!r}")
         need(isinstance(self.model, str) and bool(self.model.strip()),
              f"model must be the name of a retrieval model, got {self.model!r}")
 

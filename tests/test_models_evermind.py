@@ -54,7 +54,7 @@ def query(angle: float, v: Compiled) -> Query:
 
 
 def cfg(**evermind) -> SynapseConfig:
-    return SynapseConfig(extra={"evermind": evermind})
+    return SynapseConfig(model_params={"evermind": evermind})
 
 
 # --------------------------------------------------------------------------------------------

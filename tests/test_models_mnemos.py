@@ -233,7 +233,7 @@ def chain_query(v: Compiled, text: str = "q") -> Query:
 def test_model_reproduces_the_chain_and_returns_nodes_above_threshold():
     v = chain_view()
     out = MnemosModel(StubTagger({})).activate(v, chain_query(v), SynapseConfig(
-        extra={"mnemos": {"affective": False}}))
+        model_params={"mnemos": {"affective": False}}))
     np.testing.assert_allclose(out.activation, [1.41, 0.90, 0.41, 0.26, 0.0], atol=0.005)
     assert out.reached.tolist() == [0, 1, 2]
     assert out.parents.tolist() == [-1, 0, 1, 2, -1]
@@ -275,11 +275,11 @@ def test_model_options_and_errors():
     off = m.activate(v, chain_query(v), SynapseConfig(use_graph=False))
     assert off.activation.tolist() == [1.0, 0, 0, 0, 0]
     assert m.activate(v, chain_query(v), SynapseConfig(
-        extra={"mnemos": {"rank": "hybrid"}})).score is None
-    sparse = m.activate(v, chain_query(v), SynapseConfig(extra={"mnemos": {"threshold": 0.9}}))
+        model_params={"mnemos": {"rank": "hybrid"}})).score is None
+    sparse = m.activate(v, chain_query(v), SynapseConfig(model_params={"mnemos": {"threshold": 0.9}}))
     assert sparse.activation.tolist() == [1.0, 0, 0, 0, 0]  # no link reaches 0.9
     with pytest.raises(ConfigError, match="decay"):
-        m.activate(v, chain_query(v), SynapseConfig(extra={"mnemos": {"decay": 2}}))
+        m.activate(v, chain_query(v), SynapseConfig(model_params={"mnemos": {"decay": 2}}))
     with pytest.raises(InvalidTypeError):
         MnemosModel(tagger=object())  # type: ignore[arg-type]
 

@@ -104,17 +104,17 @@ def test_model_scores_are_ppr_from_the_anchors():
 def test_model_options():
     v = view()
     q = Query("q", np.zeros(4), np.array([0.8, 0.4, 0.0, 0.2]), np.array([0, 1]))
-    assert PPRModel().activate(v, q, SynapseConfig(extra={"ppr": {"rank": "hybrid"}})).score is None
+    assert PPRModel().activate(v, q, SynapseConfig(model_params={"ppr": {"rank": "hybrid"}})).score is None
     off = PPRModel().activate(v, q, SynapseConfig(use_graph=False))
     np.testing.assert_allclose(off.activation, [1.0, 0.5, 0, 0])  # the teleport itself
-    far = PPRModel().activate(v, q, SynapseConfig(extra={"ppr": {"damping": 0.85}}))
+    far = PPRModel().activate(v, q, SynapseConfig(model_params={"ppr": {"damping": 0.85}}))
     near = PPRModel().activate(v, q, SynapseConfig())
     assert far.activation[2] > near.activation[2]  # more damping: the walk goes further
     none = PPRModel().activate(v, Query("q", np.zeros(4), np.zeros(4), np.array([], dtype=int)),
                                SynapseConfig())
     assert not none.activation.any()
     with pytest.raises(ConfigError, match="damping"):
-        PPRModel().activate(v, q, SynapseConfig(extra={"ppr": {"damping": 1.0}}))
+        PPRModel().activate(v, q, SynapseConfig(model_params={"ppr": {"damping": 1.0}}))
 
 
 def test_registered():

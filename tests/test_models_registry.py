@@ -65,7 +65,7 @@ def test_models_run_on_the_engines_compiled_graph(name):
     g = memory_graph()
     view = g.compiled()
     model = get_model(name)
-    cfg = SynapseConfig(extra={"synaptic": {"v_th": 0.03}})
+    cfg = SynapseConfig(model_params={"synaptic": {"v_th": 0.03}})
     for seed in range(3):
         query = make_query(view, seed)
         out = model.activate(view, query, cfg)

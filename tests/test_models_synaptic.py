@@ -289,7 +289,7 @@ def two_twins(ts_near: float, ts_far: float) -> tuple[Compiled, Query]:
 
 def test_model_recalls_the_temporally_close_twin():
     v, q = two_twins(100 * DAY - 3600, 10 * DAY)
-    cfg = SynapseConfig(extra={"synaptic": {"query_time": 100 * DAY, "v_th": 0.09}})
+    cfg = SynapseConfig(model_params={"synaptic": {"query_time": 100 * DAY, "v_th": 0.09}})
     out = SynapticModel().activate(v, q, cfg)
     # same cosine, but the near event binds more strongly (T about 0.73 against 0.5)
     assert out.reached.tolist() == [0]
@@ -304,16 +304,16 @@ def test_model_options_and_defaults():
     m = SynapticModel()
     # default query time: the latest event in the view (the near twin's)
     assert m.activate(v, q, SynapseConfig()).activation[0] > 0
-    hybrid = m.activate(v, q, SynapseConfig(extra={"synaptic": {"rank": "hybrid"}}))
+    hybrid = m.activate(v, q, SynapseConfig(model_params={"synaptic": {"rank": "hybrid"}}))
     assert hybrid.score is None and hybrid.reached is None
     again = m.activate(v, q, SynapseConfig())
     np.testing.assert_array_equal(again.activation, m.activate(v, q, SynapseConfig()).activation)
-    none = m.activate(v, q, SynapseConfig(extra={"synaptic": {"cos_th": 0.9}}))
+    none = m.activate(v, q, SynapseConfig(model_params={"synaptic": {"cos_th": 0.9}}))
     assert not none.activation.any() and none.reached.size == 0
     with pytest.raises(ConfigError, match="time_unit"):
-        m.activate(v, q, SynapseConfig(extra={"synaptic": {"time_unit": "weeks"}}))
+        m.activate(v, q, SynapseConfig(model_params={"synaptic": {"time_unit": "weeks"}}))
     with pytest.raises(ConfigError, match="v_th"):
-        m.activate(v, q, SynapseConfig(extra={"synaptic": {"v_th": 0}}))
+        m.activate(v, q, SynapseConfig(model_params={"synaptic": {"v_th": 0}}))
 
 
 def test_model_spreads_from_unfired_nodes_to_their_neighbours():
@@ -328,7 +328,7 @@ def test_model_spreads_from_unfired_nodes_to_their_neighbours():
     q = np.array([1.0, 0.0, 0.0])
     sim = v.embeddings.astype(np.float64) @ q
     out = SynapticModel().activate(v, Query("q", q, sim, np.array([0])), SynapseConfig(
-        extra={"synaptic": {"v_th": 0.2, "stim_th": 0.05, "query_time": 50 * DAY}}))
+        model_params={"synaptic": {"v_th": 0.2, "stim_th": 0.05, "query_time": 50 * DAY}}))
     assert out.reached.size == 0  # nothing fired: node 0 got 0.5 * 0.55, node 1 less
     stim0 = 0.5 * 0.55  # T = 0.5: the node's event is 10 days from the query
     b01 = temporal_score([40.0], [40.0], tau=1.0) * 0.9  # same day: T = 0.73
@@ -337,7 +337,7 @@ def test_model_spreads_from_unfired_nodes_to_their_neighbours():
     np.testing.assert_allclose(out.activation[:2], [stim0 + stim1 * b01, stim1], atol=1e-5)
     assert out.parents.tolist()[:2] == [-1, 0]
     use_graph_off = SynapticModel().activate(v, Query("q", q, sim, np.array([0])), SynapseConfig(
-        use_graph=False, extra={"synaptic": {"v_th": 0.2, "stim_th": 0.05}}))
+        use_graph=False, model_params={"synaptic": {"v_th": 0.2, "stim_th": 0.05}}))
     assert use_graph_off.activation[1] == 0.0
 
 
@@ -352,7 +352,7 @@ def test_model_binds_concepts_with_several_spikes_through_dtw():
     v = make_view(emb, ts, concepts=2, src=[0, 1, 2, 3], dst=[4, 4, 5, 5])
     q = np.array([1.0, 0.0, 0.0])
     sim = v.embeddings.astype(np.float64) @ q
-    cfg = SynapseConfig(extra={"synaptic": {"query_time": 30 * DAY, "v_th": 5.0,
+    cfg = SynapseConfig(model_params={"synaptic": {"query_time": 30 * DAY, "v_th": 5.0,
                                             "stim_th": 0.0, "cos_th": 0.55,
                                             "max_generations": 2}})
     out = SynapticModel().activate(v, Query("q", q, sim, np.array([0, 1])), cfg)

@@ -1,18 +1,18 @@
-"""Hyperparameters of the seed models, read from ``SynapseConfig.extra``.
+"""Hyperparameters of the seed models, read from ``SynapseConfig.model_params``.
 
-Each model owns one key of ``extra`` (``extra={"evermind": {"gamma": 0.9}}``) and declares
+Each model owns one key of ``model_params`` (``model_params={"evermind": {"gamma": 0.9}}``) and declares
 its defaults and checks once, as a :class:`ParamSpec`; :func:`read_params` merges the
 user's values over the defaults and validates them, so a typo or a value out of range is
 a :class:`~synapse_integrations.errors.ConfigError` naming the key, not a silent default.
 
 >>> spec = ParamSpec("demo", {"gamma": (0.95, unit_interval), "rounds": (3, non_negative_int)})
 >>> from synapse_integrations.config import SynapseConfig
->>> read_params(SynapseConfig(extra={"demo": {"gamma": 0.9}}), spec)
+>>> read_params(SynapseConfig(model_params={"demo": {"gamma": 0.9}}), spec)
 {'gamma': 0.9, 'rounds': 3}
->>> read_params(SynapseConfig(extra={"demo": {"gama": 0.9}}), spec)
+>>> read_params(SynapseConfig(model_params={"demo": {"gama": 0.9}}), spec)
 Traceback (most recent call last):
 ...
-synapse_integrations.errors.ConfigError: unknown extra['demo'] key(s): gama; known: gamma, rounds
+synapse_integrations.errors.ConfigError: unknown model_params['demo'] key(s): gama; known: gamma, rounds
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ Check = Callable[[Any], "str | None"]
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """A model's ``extra`` key and, per hyperparameter, ``(default, check)``."""
+    """A model's ``model_params`` key and, per hyperparameter, ``(default, check)``."""
 
     key: str
     params: Mapping[str, tuple[Any, Check]]
@@ -45,21 +45,21 @@ class ParamSpec:
 
 
 def read_params(config: SynapseConfig, spec: ParamSpec) -> dict[str, Any]:
-    """The hyperparameters of ``spec`` for ``config``: ``config.extra[spec.key]`` over the
+    """The hyperparameters of ``spec`` for ``config``: ``config.model_params[spec.key]`` over the
     defaults, each value checked."""
-    given = (config.extra or {}).get(spec.key, {})
+    given = (config.model_params or {}).get(spec.key, {})
     if not isinstance(given, Mapping):
-        raise ConfigError(f"extra[{spec.key!r}] must be a dict of hyperparameters, "
+        raise ConfigError(f"model_params[{spec.key!r}] must be a dict of hyperparameters, "
                           f"got {type(given).__name__}")
     unknown = sorted(set(given) - set(spec.params))
     if unknown:
-        raise ConfigError(f"unknown extra[{spec.key!r}] key(s): {', '.join(unknown)}; "
+        raise ConfigError(f"unknown model_params[{spec.key!r}] key(s): {', '.join(unknown)}; "
                           f"known: {', '.join(sorted(spec.params))}")
     out = spec.defaults()
     for name, value in given.items():
         problem = spec.params[name][1](value)
         if problem:
-            raise ConfigError(f"extra[{spec.key!r}][{name!r}] {problem}, got {value!r}")
+            raise ConfigError(f"model_params[{spec.key!r}][{name!r}] {problem}, got {value!r}")
         out[name] = value
     return out
 

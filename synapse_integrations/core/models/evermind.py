@@ -344,7 +344,7 @@ PARAMS = prm.ParamSpec("evermind", {
 class EvermindModel:
     """Evermind's spreading as a retrieval model (``SynapseConfig(model="evermind")``).
 
-    Hyperparameters, ``SynapseConfig(extra={"evermind": {...}})`` (paper defaults):
+    Hyperparameters, ``SynapseConfig(model_params={"evermind": {...}})`` (paper defaults):
 
     ``gamma`` 0.95
         share of activation a node keeps per round (the paper sweeps 0.70-1.0; 1.0 is the

@@ -373,7 +373,7 @@ PARAMS = prm.ParamSpec("mnemos", {
 class MnemosModel:
     """mnemos' spreading and affective routing (``SynapseConfig(model="mnemos")``).
 
-    Hyperparameters, ``SynapseConfig(extra={"mnemos": {...}})`` (paper defaults unless
+    Hyperparameters, ``SynapseConfig(model_params={"mnemos": {...}})`` (paper defaults unless
     marked):
 
     ``threshold`` 0.6

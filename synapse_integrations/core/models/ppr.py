@@ -151,7 +151,7 @@ PARAMS = prm.ParamSpec("ppr", {
 class PPRModel:
     """Personalised PageRank from the query's anchors (``SynapseConfig(model="ppr")``).
 
-    Hyperparameters, ``SynapseConfig(extra={"ppr": {...}})``:
+    Hyperparameters, ``SynapseConfig(model_params={"ppr": {...}})``:
 
     ``damping`` 0.5
         probability of following an edge at each step (HippoRAG's value; see the module).

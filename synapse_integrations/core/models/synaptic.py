@@ -582,7 +582,7 @@ PARAMS = prm.ParamSpec("synaptic", {
 class SynapticModel:
     """SynapticRAG's stimulus propagation and LIF firing (``SynapseConfig(model="synaptic")``).
 
-    Hyperparameters, ``SynapseConfig(extra={"synaptic": {...}})``. The paper tunes nine of
+    Hyperparameters, ``SynapseConfig(model_params={"synaptic": {...}})``. The paper tunes nine of
     them with Optuna and publishes no values: every default below is ours.
 
     ``cos_th`` 0.5, ``max_children`` 10
