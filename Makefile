@@ -2,15 +2,20 @@
 PYTHON ?= python3
 PIP    ?= $(PYTHON) -m pip
 
-.PHONY: install demo test test-fast bench-dev lint
+.PHONY: install install-core demo test test-fast bench-dev lint
 
-install:
+# what `make demo` needs: the core package only (the demo uses no framework)
+install-core:
 	# CPU torch first (a plain resolve of torch could pull a multi-GB CUDA build)
 	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e .
+
+# everything: the framework adapters, the benchmarks and the test tools
+install: install-core
 	$(PIP) install -q -e ".[all,test]"
 
-demo: install
-	synapse demo
+demo: install-core
+	$(PYTHON) -m synapse_integrations.cli demo
 
 test: install
 	$(PYTHON) -m pytest -q --nbmake --nbmake-timeout=300 tests cookbooks
@@ -19,4 +24,4 @@ test-fast:
 	$(PYTHON) -m pytest -q -m "not model and not server and not slow"
 
 bench-dev:
-	synapse bench locomo --data ../shared/data/locomo/locomo_dev.json --out results.json
+	$(PYTHON) -m synapse_integrations.cli bench locomo --data ../shared/data/locomo/locomo_dev.json --out results.json

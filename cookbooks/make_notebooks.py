@@ -1,12 +1,15 @@
-"""Writes the cookbook notebooks (outputs stripped) from the cells below.
+"""Writes the cookbook notebooks from the cells below, executed (outputs included).
 
-Edit this file, not the .ipynb files, then run ``python cookbooks/make_notebooks.py``.
-CI executes every notebook with ``pytest --nbmake cookbooks`` (see the Makefile).
+Edit this file, not the .ipynb files, then run ``python cookbooks/make_notebooks.py``
+(``--no-execute`` writes them without outputs). CI executes every notebook again with
+``pytest --nbmake cookbooks`` (see the Makefile).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import sys
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -15,8 +18,11 @@ HERE = Path(__file__).parent
 
 # -- cells shared by the three notebooks --------------------------------------------------------
 DEMO = '''\
-import json, os, shutil, tempfile
+import json, os, shutil, tempfile, warnings
 from importlib.resources import files
+
+os.environ["TQDM_DISABLE"] = "1"                          # no progress bars in the outputs
+warnings.filterwarnings("ignore", message="IProgress not found")
 
 workdir = tempfile.mkdtemp(prefix="synapse-cookbook-")   # embedded Chroma + snapshots live here
 
@@ -33,18 +39,24 @@ import matplotlib.pyplot as plt
 import networkx as nx
 
 def explain(result, top=8):
-    """Why each memory was returned: hybrid score = 0.5 similarity + 0.3 activation + 0.2 PageRank,
-    which trigger found it (BM25 / dense rank, None = reached by spreading activation only),
-    and the path along which activation reached it."""
+    \"\"\"Why each memory was returned. The score is a sum of terms: weight x value for similarity,
+    activation, PageRank and the lexical (BM25) score, with the weights the engine used
+    (SynapseConfig.score_weights(); each item carries them), plus the echo and superseded
+    demotions. Also which trigger found it (BM25 / dense rank; None = reached by spreading
+    activation only) and the path along which activation reached it.\"\"\"
     verdict = "REJECTED (nothing in memory)" if result.rejected else "accepted"
     print(f"query: {result.query!r}\\ngate: {verdict}, confidence {result.confidence:.3f} "
-          f"(tau {result.gate_tau})\\n")
-    print(f"{'kind':8} {'score':>6} {'sim':>6} {'act':>6} {'pr':>6} {'bm25':>5} {'dense':>5}  text")
+          f"(tau {result.gate_tau})")
+    if result.items:
+        w = result.items[0].components.weights
+        print("score = " + " + ".join(f"{v:g} x {k}" for k, v in w.items()) + " + echo + superseded\\n")
+    print(f"{'kind':8} {'score':>6} {'sim':>6} {'act':>6} {'pr':>6} {'lex':>6} {'demote':>6} {'bm25':>5} {'dense':>5}  text")
     for it in result.items[:top]:
         c = it.components
+        assert abs(sum(c.terms().values()) - it.score) < 1e-9      # the terms add up to the score
         print(f"{it.kind:8} {it.score:6.3f} {c.similarity:6.3f} {c.activation:6.3f} {c.pagerank:6.3f} "
-              f"{str(c.bm25_rank):>5} {str(c.dense_rank):>5}  {it.text[:60]}"
-              + (f"   path: {' -> '.join(it.path)}" if len(it.path) > 1 else ""))
+              f"{c.lexical:6.3f} {c.echo + c.superseded:6.3f} {str(c.bm25_rank):>5} {str(c.dense_rank):>5}  "
+              f"{it.text[:60]}" + (f"   path: {' -> '.join(it.path)}" if len(it.path) > 1 else ""))
 
 def plot_activated(engine, result, top=8):
     """The activated subgraph: the top items, the nodes on their activation paths and the
@@ -88,79 +100,20 @@ def real_model_cell(code: str) -> list:
 # -- LangChain ------------------------------------------------------------------------------------
 LANGCHAIN = [
     new_markdown_cell(
-        "# LangChain: a chain and an agent with SYNAPSE memory\n\n"
+        "# LangChain: an agent and a chain with SYNAPSE memory\n\n"
         "This notebook runs offline, top to bottom: the real MiniLM embedder, embedded Chroma in a "
-        "temporary folder, and a fake chat model. It shows\n\n"
-        "1. an LCEL chain fed by `SynapseRetriever`, and how it says *nothing in memory* when the "
-        "uncertainty gate rejects a question;\n"
-        "2. which memories were activated and why (score components, triggers, a plot);\n"
-        "3. a LangChain 1.x agent (`create_agent`) with `SynapseMemoryMiddleware` and the memory tools."),
+        "temporary folder, and fake chat models. It shows the current LangChain 1.x patterns:\n\n"
+        "1. an agent (`create_agent`) with `SynapseMemoryMiddleware` (recall before each model call, "
+        "record each finished turn) and the memory tools (search, save, update, forget);\n"
+        "2. what a trace shows: every recall is a retriever run with the gate's decision;\n"
+        "3. an LCEL chain fed by `SynapseRetriever`, and *nothing in memory* when the gate rejects;\n"
+        "4. which memories were activated and why (every term of the score, a plot)."),
     new_code_cell(DEMO),
+    new_markdown_cell("## A model\n\nThe agent needs a chat model **with tool calling** (`bind_tools`). Offline we "
+                      "use a fake one that answers from a script and keeps the prompts it was given."),
     new_code_cell('''\
-from synapse_integrations import Synapse
-
-mem = Synapse(workdir, namespace="sam")      # one memory: the user "sam"
-mem.add_turns(demo_turns(20))                # consolidation runs every 5 turns
-mem.stats()'''),
-    new_markdown_cell("## A model\n\nA fake chat model by default: it returns canned answers, so you can see "
-                      "exactly what memory put into the prompt."),
-    new_code_cell('''\
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
-
-model = FakeListChatModel(responses=["Sam went to Whistler, with cousin Dana.",
-                                     "I have nothing in memory about that."])'''),
-    *real_model_cell('''\
-if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
-    from langchain_openai import ChatOpenAI      # pip install langchain-openai; needs OPENAI_API_KEY
-    model = ChatOpenAI(model="gpt-4o-mini", temperature=0)'''),
-    new_markdown_cell("## An LCEL chain fed by the retriever\n\n`format_documents` turns the documents into "
-                      "prompt lines, or into *Nothing relevant in memory.* when there are none: the retriever "
-                      "returns no documents when the gate rejects the question."),
-    new_code_cell('''\
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnablePassthrough
-from synapse_integrations.langchain import SynapseRetriever, format_documents
-
-retriever = SynapseRetriever(engine=mem, k=4, kinds=("episode",))
-prompt = ChatPromptTemplate.from_messages([
-    ("system", "Answer from these memories of earlier conversations:\\n{memories}"),
-    ("human", "{question}")])
-inputs = {"memories": retriever | format_documents, "question": RunnablePassthrough()}
-chain = inputs | prompt | model
-
-question = "Where did Sam go skiing, and with whom?"
-print((inputs | prompt).invoke(question).to_messages()[0].content)
-print("\\nanswer:", chain.invoke(question).content)'''),
-    new_code_cell('''\
-from langchain_core.callbacks import BaseCallbackHandler
-
-class GateWatcher(BaseCallbackHandler):
-    """Prints the retriever's gate event (also visible in astream_events)."""
-    def on_custom_event(self, name, data, **kwargs):
-        print(f"event {name}: confidence {data['confidence']:.3f} < tau {data['gate_tau']}")
-
-off_topic = "What is the boiling point of liquid nitrogen?"
-print((inputs | prompt).invoke(off_topic, {"callbacks": [GateWatcher()]}).to_messages()[0].content)'''),
-    new_markdown_cell("## Which memories were activated, and why\n\nThe documents' metadata carries the same "
-                      "information; here we ask the engine directly so the rejected case is visible too."),
-    new_code_cell(EXPLAIN),
-    new_code_cell('''\
-result = mem.retrieve(question, k=10)
-explain(result)
-docs = retriever.invoke(question)
-print("\\nfirst document's metadata:", {k: docs[0].metadata[k] for k in ("kind", "score", "components")} if docs else None)
-plot_activated(mem, result)'''),
-    new_markdown_cell("## An agent with memory middleware and memory tools\n\n`SynapseMemoryMiddleware` recalls "
-                      "memories into the system prompt before each model call and records each finished turn; "
-                      "`create_synapse_tools` gives the agent `search_memory` and `save_memory`. With an "
-                      "`EnginePool`, the memory of a run is chosen from `config[\"configurable\"]` (here the "
-                      "`user_id`, so every thread of that user shares it)."),
-    new_code_cell('''\
-from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from synapse_integrations.langchain import EnginePool, SynapseMemoryMiddleware, create_synapse_tools
 
 class FakeToolModel(FakeMessagesListChatModel):
     """Fake chat model that accepts tools (answers are scripted) and keeps its prompts."""
@@ -171,19 +124,28 @@ class FakeToolModel(FakeMessagesListChatModel):
         self.prompts.append(messages)
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
-agent_model = FakeToolModel(responses=[
-    AIMessage("", tool_calls=[{"name": "save_memory", "id": "c1",
-                               "args": {"text": "Sam's cousin Dana starts vet school in September."}}]),
-    AIMessage("Noted, good luck to Dana!"),
-    AIMessage("", tool_calls=[{"name": "search_memory", "id": "c2", "args": {"query": "Dana vet school"}}]),
+model = FakeToolModel(responses=[
+    AIMessage("Congratulations to Dana!"),
+    AIMessage("", tool_calls=[{"name": "search_memory", "id": "c1", "args": {"query": "Dana vet school"}}]),
     AIMessage("Dana starts vet school in September."),
-])
+])'''),
+    *real_model_cell('''\
 if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
-    agent_model = model
+    from langchain_openai import ChatOpenAI      # pip install langchain-openai; needs OPENAI_API_KEY
+    model = ChatOpenAI(model="gpt-4o-mini", temperature=0)'''),
+    new_markdown_cell("## An agent with memory middleware and memory tools\n\n`SynapseMemoryMiddleware` puts the "
+                      "memories for the latest user message into that call's system message (one leading system "
+                      "message, which every provider accepts) and records each finished turn. With an "
+                      "`EnginePool`, the memory of a run is chosen from `config[\"configurable\"]` (here the "
+                      "`user_id`, so every thread of that user shares it)."),
+    new_code_cell('''\
+from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
+from synapse_integrations.langchain import EnginePool, SynapseMemoryMiddleware, create_synapse_tools
 
 pool = EnginePool(os.path.join(workdir, "agents"))
-pool.get("user_id=sam").add_turns(demo_turns(10))
-agent = create_agent(agent_model, tools=create_synapse_tools(pool),
+pool.get("user_id=sam").add_turns(demo_turns(10))        # sam already has some history
+agent = create_agent(model, tools=create_synapse_tools(pool),
                      middleware=[SynapseMemoryMiddleware(pool, k=4)],
                      system_prompt="You are a helpful assistant.", checkpointer=InMemorySaver())
 agent.invoke({"messages": [{"role": "user", "content": "Dana got into vet school, she starts in September!"}]},
@@ -191,12 +153,80 @@ agent.invoke({"messages": [{"role": "user", "content": "Dana got into vet school
 out = agent.invoke({"messages": [{"role": "user", "content": "When does Dana start vet school?"}]},
                    {"configurable": {"thread_id": "friday", "user_id": "sam"}})   # a new thread
 for m in out["messages"]:
-    print(f"{m.type:>5}: {m.content or m.tool_calls}")'''),
+    print(f"{m.type:>5}: {(m.content or m.tool_calls)!s:.300}")'''),
     new_code_cell('''\
-print("system prompt of the last model call:\\n")
-prompts = getattr(agent_model, "prompts", None)     # only the fake model records them
-print(prompts[-1][0].content if prompts else "(real model: not recorded)")
-print("\\nrecorded in sam's memory:", pool.get("user_id=sam").stats()["episodes"], "episodes")'''),
+prompts = getattr(model, "prompts", None)     # only the fake model records them
+print("system message of the last model call:\\n")
+print(prompts[-1][0].content if prompts else "(real model: not recorded)")'''),
+    new_markdown_cell("## Agents can correct memory\n\n`search_memory` lists memories with their ids; "
+                      "`update_memory(id, text)` stores a corrected version (the old one is kept as history and "
+                      "ranked below it); `forget_memory(ids)` erases. Both refuse ids that are not in the "
+                      "caller's memory."),
+    new_code_cell('''\
+search, save, update, forget = create_synapse_tools(pool)
+sam = {"configurable": {"user_id": "sam"}}
+print(search.invoke({"query": "When does Dana start vet school?"}, sam), "\\n")
+dana = next(it.id for it in pool.get("user_id=sam").retrieve("When does Dana start vet school?", k=5).items
+            if "September!" in it.text)                  # the user's statement the search showed
+print(update.invoke({"memory_id": dana, "text": "Dana starts vet school in October, not September."}, sam))
+print(forget.invoke({"memory_ids": ["ep-not-mine"]}, sam), "\\n")
+print(search.invoke({"query": "When does Dana start vet school?"}, sam))'''),
+    new_markdown_cell("## What a trace shows\n\nEvery recall (middleware, tools, retriever) is a retriever run in the "
+                      "run's callbacks, so LangSmith shows the query, the memories returned and, inside the run, "
+                      "the gate's decision as the custom event `synapse_gate`. A small handler prints them:"),
+    new_code_cell('''\
+from langchain_core.callbacks import BaseCallbackHandler
+
+class RecallPrinter(BaseCallbackHandler):
+    def on_retriever_start(self, serialized, query, **kwargs):
+        print(f"retriever run {kwargs.get('name')!r}: {query!r}")
+    def on_custom_event(self, name, data, **kwargs):
+        if name == "synapse_gate":
+            print(f"  gate: {'rejected' if data['rejected'] else 'accepted'} "
+                  f"(confidence {data['confidence']:.3f}, tau {data['gate_tau']})")
+    def on_retriever_end(self, documents, **kwargs):
+        print(f"  {len(documents)} memories:", [d.page_content[:40] for d in documents])
+
+if hasattr(model, "responses"):     # the fake model: two more scripted answers
+    model.responses, model.i = [AIMessage("I have nothing in memory about that."),
+                                AIMessage("Dana studies at vet school.")], 0
+agent.invoke({"messages": [{"role": "user", "content": "What is the boiling point of liquid nitrogen?"}]},
+             {"configurable": {"thread_id": "friday", "user_id": "sam"}, "callbacks": [RecallPrinter()]})
+_ = agent.invoke({"messages": [{"role": "user", "content": "What does Dana study?"}]},
+                 {"configurable": {"thread_id": "friday", "user_id": "sam"}, "callbacks": [RecallPrinter()]})'''),
+    new_markdown_cell("## An LCEL chain fed by the retriever\n\n`format_documents` turns the documents into "
+                      "prompt lines, or into *Nothing relevant in memory.* when there are none: the retriever "
+                      "returns no documents when the gate rejects the question."),
+    new_code_cell('''\
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnablePassthrough
+from synapse_integrations import Synapse
+from synapse_integrations.langchain import SynapseRetriever, format_documents
+
+mem = Synapse(workdir, namespace="sam")      # one memory: the user "sam"
+mem.add_turns(demo_turns(20))                # consolidation runs every 5 turns
+retriever = SynapseRetriever(engine=mem, k=4)
+prompt = ChatPromptTemplate.from_messages([
+    ("system", "Answer from these memories of earlier conversations:\\n{memories}"),
+    ("human", "{question}")])
+inputs = {"memories": retriever | format_documents, "question": RunnablePassthrough()}
+chain = inputs | prompt | FakeListChatModel(responses=["Sam went to Whistler, with cousin Dana."])
+
+question = "Where did Sam go skiing, and with whom?"
+print((inputs | prompt).invoke(question).to_messages()[0].content)
+print("\\nanswer:", chain.invoke(question).content)
+print("\\noff-topic:", (inputs | prompt).invoke("What is the boiling point of liquid nitrogen?").to_messages()[0].content)'''),
+    new_markdown_cell("## Which memories were activated, and why\n\nThe documents' metadata carries the same "
+                      "terms (`components`, with the `weights`); here we ask the engine directly so the rejected "
+                      "case is visible too."),
+    new_code_cell(EXPLAIN),
+    new_code_cell('''\
+result = mem.retrieve(question, k=10)
+explain(result)
+docs = retriever.invoke(question)
+print("\\nfirst document's score terms:", docs[0].metadata["components"] if docs else None)
+plot_activated(mem, result)'''),
     new_code_cell('''\
 pool.close()
 mem.close()
@@ -209,8 +239,9 @@ LANGGRAPH = [
         "# LangGraph: an agent with a SYNAPSE memory node and a checkpointer\n\n"
         "Offline, top to bottom: real MiniLM embedder, embedded Chroma in a temporary folder, a fake chat "
         "model, and `SqliteSaver`. The graph is `recall -> agent -> record`:\n\n"
-        "- `recall` retrieves memories for the latest user message into the state (`memories`) and as "
-        "one system message;\n"
+        "- `recall` retrieves memories for the latest user message into the state (`memories`) and into "
+        "the thread's leading system message (one system message, first: every provider accepts it, "
+        "Anthropic included);\n"
         "- `record` stores the finished turn (user message and answer) in SYNAPSE.\n\n"
         "The checkpointer keeps the thread's conversation; SYNAPSE keeps what is worth remembering across "
         "threads. We then restart both and continue the thread, and finish with `SynapseStore`."),
@@ -251,9 +282,12 @@ pool.get("user_id=sam").add_turns(demo_turns(20))   # sam already has some histo
 conn = sqlite3.connect(db, check_same_thread=False)
 graph = build_graph(pool, conn)
 cfg = {"configurable": {"thread_id": "week-1", "user_id": "sam"}}
+system = [{"role": "system", "content": "You are a warm, concise assistant."}]   # the thread's own prompt
 for text in ["My sister Ana moved to Lisbon last year.", "I adopted a beagle called Biscuit."]:
-    out = graph.invoke({"messages": [{"role": "user", "content": text}]}, cfg)
-    print("user:", text, "\\n  ai:", out["messages"][-1].content)'''),
+    out = graph.invoke({"messages": [*system, {"role": "user", "content": text}]}, cfg)
+    system = []
+    print("user:", text, "\\n  ai:", out["messages"][-1].content)
+print("\\nmessage types in the thread:", [m.type for m in out["messages"]])   # one system message, first'''),
     new_markdown_cell("## Which memories will be activated, and why\n\nBefore asking the graph, ask the engine "
                       "directly: every ranked item with its score components, whether the gate accepts the "
                       "question, and the activated subgraph."),
@@ -267,11 +301,21 @@ plot_activated(engine, result)'''),
     new_markdown_cell("## What the recall node put into the state"),
     new_code_cell('''\
 out = graph.invoke({"messages": [{"role": "user", "content": question}]}, cfg)
-print(out["messages"][-2].content)          # the memory system message the model saw
+print(out["messages"][0].content)           # the leading system message the model saw
 print("\\ngate rejected:", out["memory_rejected"])
 for m in out["memories"]:
     print(f"{m['score']:.3f}  sim {m['components']['similarity']:.2f}  act {m['components']['activation']:.2f}"
           f"  {m['kind']:7} {m['text'][:60]}")'''),
+    new_markdown_cell("## The assistant's echo ranks below the user's own words\n\n"
+                      "The fake model answered *Noted: Ana lives in Lisbon now.*: worded like the question, it "
+                      "would outrank what the user said. At ingestion it was marked `echo_of` the user's turn "
+                      "(cosine >= 0.75 with a user turn just before it), and retrieval ranks it just below "
+                      "that turn (the `echo` term of its score). `SynapseMemoryNodes(..., roles=(\"user\",))` "
+                      "would record the user's side only."),
+    new_code_cell('''\
+for it in engine.retrieve("Where does Ana live?", k=4).items:
+    print(f"{it.score:.3f}  sim {it.components.similarity:.2f}  echo {it.components.echo:+.3f}  "
+          f"{it.speaker:9} {it.text[:50]}  {it.metadata}")'''),
     new_markdown_cell("## Restart: the thread continues with its checkpoint and its memory\n\n"
                       "Close everything (as a process exit would), reopen from disk, continue the same thread."),
     new_code_cell('''\
@@ -283,7 +327,7 @@ graph = build_graph(pool, conn)
 print("checkpointed messages:", len(graph.get_state(cfg).values["messages"]))
 print("episodes in SYNAPSE:  ", pool.get("user_id=sam").stats()["episodes"])
 out = graph.invoke({"messages": [{"role": "user", "content": "What's my dog Biscuit like?"}]}, cfg)
-print(out["messages"][-2].content[:400])
+print(out["messages"][0].content[:400])
 print("ai:", out["messages"][-1].content)'''),
     new_markdown_cell("## `SynapseStore`: a LangGraph store whose search is SYNAPSE retrieval\n\n"
                       "Usable as `builder.compile(store=...)`, `create_agent(store=...)`, or directly. "
@@ -309,18 +353,13 @@ store.close(); pool.close(); conn.close()
 # -- LlamaIndex -----------------------------------------------------------------------------------
 LLAMAINDEX = [
     new_markdown_cell(
-        "# LlamaIndex: a query engine and a chat engine with SYNAPSE memory\n\n"
+        "# LlamaIndex: a chat engine and a query engine with SYNAPSE memory\n\n"
         "Offline, top to bottom: real MiniLM embedder, embedded Chroma in a temporary folder, and "
         "LlamaIndex's `MockLLM` (it echoes the prompt, so you see what memory contributed). It shows "
-        "`SynapseRetriever` in a `RetrieverQueryEngine`, `SynapseMemoryBlock` inside `Memory` for a chat "
-        "engine, and which memories were activated and why."),
+        "`SynapseMemoryBlock` inside `Memory` for a chat engine (one memory per user through an `EnginePool`), "
+        "`SynapseRetriever` in a `RetrieverQueryEngine`, what LlamaIndex instrumentation shows of each "
+        "recall, and which memories were activated and why."),
     new_code_cell(DEMO),
-    new_code_cell('''\
-from synapse_integrations import Synapse
-
-mem = Synapse(workdir, namespace="sam")
-mem.add_turns(demo_turns(20))
-mem.stats()'''),
     new_code_cell('''\
 from llama_index.core.llms import MockLLM
 
@@ -329,38 +368,71 @@ llm = MockLLM()      # echoes its prompt'''),
 if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
     from llama_index.llms.openai import OpenAI   # pip install llama-index-llms-openai; needs OPENAI_API_KEY
     llm = OpenAI(model="gpt-4o-mini", temperature=0)'''),
+    new_markdown_cell("## A chat engine whose memory has a SYNAPSE block\n\n"
+                      "LlamaIndex hands a memory block only the messages that overflow the short-term history "
+                      "(30,000 tokens by default), so a block that records there records nothing in an ordinary "
+                      "chat. `SynapseMemoryBlock` records what each read shows it (after retrieving), and "
+                      "`SynapseChatMemory` (a `Memory`) hands it each exchange as soon as the reply is put: every "
+                      "turn is remembered. With an `EnginePool` each user (`user_id`) or else each session has "
+                      "its own memory."),
+    new_code_cell('''\
+from llama_index.core.chat_engine import SimpleChatEngine
+from synapse_integrations.llama_index import EnginePool, SynapseChatMemory, SynapseMemoryBlock
+
+pool = EnginePool(os.path.join(workdir, "llama"))
+pool.get("user_id=sam").add_turns(demo_turns(20))     # sam already has some history
+# MockLLM's replies are its whole prompt: record the user's side only (roles=("user",));
+# with a real model the default records both sides
+memory = SynapseChatMemory.from_defaults(
+    session_id="sam-monday",
+    memory_blocks=[SynapseMemoryBlock(engine=pool, user_id="sam", k=4, roles=("user",))])
+chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+for text in ["My sister Ana moved to Lisbon last year.", "I adopted a beagle called Biscuit.",
+             "Who went skiing in Whistler with Sam?"]:
+    reply = chat.chat(text)
+print(str(reply).split("</memory>")[0] + "</memory>")   # MockLLM echoes its prompt: the memory block
+print("\\nrecorded in sam's memory:", [e["text"][:40] for e in pool.get("user_id=sam").episodes()[20:]])'''),
+    new_markdown_cell("## What instrumentation shows\n\nEach recall (the block's and the retriever's) is a retrieval "
+                      "span: `RetrievalStartEvent` (the query), a `SynapseGateEvent` (the gate's decision) and "
+                      "`RetrievalEndEvent` (the memories), for any LlamaIndex event handler or tracing integration."),
+    new_code_cell('''\
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+class RecallPrinter(BaseEventHandler):
+    @classmethod
+    def class_name(cls):
+        return "RecallPrinter"
+    def handle(self, event, **kwargs):
+        name = event.class_name()
+        if name == "RetrievalStartEvent":
+            print(f"retrieval: {event.str_or_query_bundle!s}")
+        elif name == "SynapseGateEvent":
+            print(f"  gate: {'rejected' if event.rejected else 'accepted'} (confidence {event.confidence:.3f})")
+        elif name == "RetrievalEndEvent":
+            print(f"  {len(event.nodes)} memories:", [n.node.get_content()[:40] for n in event.nodes])
+
+printer = RecallPrinter()
+get_dispatcher().add_event_handler(printer)
+_ = chat.chat("Where does my sister live?")
+_ = chat.chat("What is the boiling point of liquid nitrogen?")
+get_dispatcher().event_handlers.remove(printer)'''),
     new_markdown_cell("## A query engine over the memory"),
     new_code_cell('''\
 from llama_index.core.query_engine import RetrieverQueryEngine
 from synapse_integrations.llama_index import SynapseRetriever
 
-retriever = SynapseRetriever(mem, k=4, kinds=("episode",))
+mem = pool.get("user_id=sam")
+retriever = SynapseRetriever(mem, k=4)
 query_engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
 question = "Where did Sam go skiing, and with whom?"
 response = query_engine.query(question)
 for n in response.source_nodes:
     c = n.node.metadata["components"]
     print(f"{n.score:.3f}  sim {c['similarity']:.2f}  act {c['activation']:.2f}  pr {c['pagerank']:.2f}  "
-          f"{n.node.get_content()[:60]}")
-off_topic = retriever.retrieve("What is the boiling point of liquid nitrogen?")
-print(f"\\noff-topic question: {len(off_topic)} nodes (none when the gate rejects it)",
-      [n.node.get_content()[:40] for n in off_topic])'''),
-    new_markdown_cell("## A chat engine whose memory has a SYNAPSE block\n\n"
-                      "Short-term chat history stays in `Memory`; messages flushed out of it are recorded in "
-                      "SYNAPSE by the block, and every turn the block retrieves memories for the latest "
-                      "user message into the system prompt."),
-    new_code_cell('''\
-from llama_index.core.chat_engine import SimpleChatEngine
-from llama_index.core.memory import Memory
-from synapse_integrations.llama_index import SynapseMemoryBlock
-
-memory = Memory.from_defaults(session_id="sam", token_limit=200, chat_history_token_ratio=0.5,
-                              token_flush_size=40, memory_blocks=[SynapseMemoryBlock(engine=mem, k=4)])
-chat = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
-for text in ["My sister Ana moved to Lisbon last year.", "I adopted a beagle called Biscuit.",
-             "Who went skiing in Whistler with Sam?"]:
-    reply = chat.chat(text)
-print(str(reply)[:900])       # MockLLM echoes the prompt: the <synapse_memory> block is in it'''),
+          f"lex {c['lexical']:.2f}  {n.node.get_content()[:60]}")
+off_topic = retriever.retrieve("quantum chromodynamics on the lattice")
+print(f"\\noff-topic question: {len(off_topic)} nodes (none when the gate rejects it)")'''),
     new_markdown_cell("## Which memories were activated, and why"),
     new_code_cell(EXPLAIN),
     new_code_cell('''\
@@ -368,17 +440,22 @@ result = mem.retrieve(question, k=10)
 explain(result)
 plot_activated(mem, result)'''),
     new_code_cell('''\
-mem.close()
+pool.close()
 ''' + CLEANUP),
 ]
 
 
-def write(name: str, cells: list) -> Path:
+def write(name: str, cells: list, *, execute: bool = True) -> Path:
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"}})
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{name.split('_')[0]}-{i:02d}"  # stable ids: regenerating gives no diff
+    if execute:  # committed with outputs, so they can be read without running them
+        from nbclient import NotebookClient
+
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={"metadata": {"path": str(HERE)}}).execute()
     path = HERE / f"{name}.ipynb"
     nbformat.validate(nb)
     path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
@@ -388,4 +465,7 @@ def write(name: str, cells: list) -> Path:
 if __name__ == "__main__":
     for name, cells in (("langchain_memory", LANGCHAIN), ("langgraph_memory", LANGGRAPH),
                         ("llama_index_memory", LLAMAINDEX)):
-        print("wrote", write(name, cells))
+        names = [a for a in sys.argv[1:] if not a.startswith("--")]
+        if names and name not in names:
+            continue
+        print("wrote", write(name, cells, execute="--no-execute" not in sys.argv))

@@ -26,7 +26,8 @@ module, so the LangChain, LlamaIndex and LangGraph adapters stay thin and agree 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Union
 
@@ -48,7 +49,10 @@ __all__ = [
     "namespace_key",
     "require",
     "resolve_engine",
+    "role_filter",
+    "score_terms",
     "speaker_prefix",
+    "turn_id",
 ]
 
 #: The ``config["configurable"]`` keys that name a run's memory, first match wins: one
@@ -81,9 +85,12 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
     """The metadata every adapter attaches to a retrieved memory.
 
     Keys: ``id``, ``kind`` (``"episode"`` / ``"concept"``), ``speaker``, ``timestamp`` (event
-    time, ISO 8601 or None), ``score`` (hybrid score), ``components`` (``similarity``,
-    ``activation``, ``pagerank``, ``bm25_rank``, ``dense_rank``), ``path`` (node ids along which
-    activation reached it) and ``metadata`` (what was stored with the turn).
+    time, ISO 8601 or None), ``score`` (hybrid score), ``components`` (the score's terms:
+    ``similarity``, ``activation``, ``pagerank``, ``lexical``, their ``weights``, and
+    ``echo`` and ``superseded``, the demotions of an assistant echo and of an outdated
+    version; plus the anchor ranks ``bm25_rank`` and ``dense_rank``), ``path`` (node ids
+    along which activation reached it) and ``metadata`` (what was stored with the turn). The
+    score is ``sum(weights[n] * components[n]) + echo + superseded`` (see :func:`score_terms`).
     """
     d = item.to_dict()
     return {
@@ -93,13 +100,33 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
         "timestamp": d["timestamp"],
         "score": d["score"],
         "components": {key: d[key] for key in
-                       ("similarity", "activation", "pagerank", "bm25_rank", "dense_rank")},
+                       ("similarity", "activation", "pagerank", "lexical", "echo", "superseded",
+                        "weights", "bm25_rank", "dense_rank")},
         "path": d["path"],
         "concepts": d["concepts"],
         "superseded_by": d["superseded_by"],
         "supersedes": d["supersedes"],
         "metadata": d["metadata"],
     }
+
+
+def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
+    """The score of a memory as a sum, from its ``components`` metadata: ``weight x value``
+    per weighted component, plus ``echo``. Empty when the retrieval model used its own score.
+
+    >>> terms = score_terms({"similarity": 0.8, "activation": 0.5, "pagerank": 1.0,
+    ...     "lexical": 0.5, "echo": 0.0, "weights": {"similarity": 0.5, "activation": 0.3,
+    ...     "pagerank": 0.1, "lexical": 0.3}})
+    >>> round(sum(terms.values()), 3)
+    0.8
+    """
+    weights = components.get("weights")
+    if not weights:
+        return {}
+    out = {name: float(w) * float(components[name]) for name, w in weights.items()}
+    out["echo"] = float(components.get("echo") or 0.0)
+    out["superseded"] = float(components.get("superseded") or 0.0)
+    return out
 
 
 def speaker_prefix(speaker: str | None, text: str) -> str:
@@ -159,7 +186,7 @@ def list_episodes(engine: MemoryEngine, *, include_archived: bool = True) -> lis
 
 def _message_text(message: Any) -> str:
     text = getattr(message, "text", None)
-    if callable(text):  # older message classes: text() is a method
+    if callable(text) and not isinstance(text, str):  # older message classes: text() is a method
         text = text()
     return text if isinstance(text, str) else str(getattr(message, "content", ""))
 
@@ -167,16 +194,72 @@ def _message_text(message: Any) -> str:
 _AI_TYPES = ("ai", "AIMessageChunk")
 _HUMAN_TYPES = ("human", "HumanMessageChunk")
 
+#: The roles a turn can be recorded as.
+ROLES = ("user", "assistant")
+
+Roles = Union[Sequence[str], Callable[[str, str], bool]]
+"""Which turns an adapter records: roles (``("user",)``, ``("user", "assistant")``) or a
+callable ``(role, text) -> bool``."""
+
+
+def role_filter(roles: Roles) -> Callable[[str, str], bool]:
+    """``roles`` as a predicate ``(role, text) -> bool``.
+
+    >>> keep = role_filter(("user",))
+    >>> keep("user", "I live in Porto"), keep("assistant", "Noted!")
+    (True, False)
+    """
+    if callable(roles):
+        return roles
+    if isinstance(roles, str):
+        roles = (roles,)
+    wanted = tuple(roles)
+    unknown = [r for r in wanted if r not in ROLES]
+    if unknown:
+        raise InvalidTypeError(f"roles must be among {list(ROLES)} or a callable (role, text) -> bool, "
+                               f"got {unknown}")
+    return lambda role, text: role in wanted
+
+
+def turn_id(role: str, text: str, context: str = "") -> str:
+    """A stable id for a message that has none: ``"msg-"`` + a hash of its role, its text
+    and ``context`` (the text before it), so recording the same exchange again (a replay)
+    finds it already stored, while the same words said after something else are a new turn.
+
+    >>> turn_id("user", "hi") == turn_id("user", "hi"), turn_id("user", "hi") == turn_id("user", "hi", "x")
+    (True, False)
+    """
+    digest = hashlib.sha256("\x1f".join((role, context, text)).encode("utf-8")).hexdigest()
+    return f"msg-{digest[:32]}"
+
+
+def new_turns(candidates: Iterable[Mapping[str, Any]], engine: MemoryEngine, *,
+              roles: Roles = ROLES) -> list[dict[str, Any]]:
+    """The turns to store from ``candidates`` (dicts with ``text``, ``role``, ``speaker``
+    and ``id``): those whose role ``roles`` accepts, that have text, and that the memory
+    does not hold yet (by id), each with ``metadata["role"]``."""
+    keep = role_filter(roles)
+    out, seen = [], set()
+    for c in candidates:
+        text, role = c["text"], c["role"]
+        if not text.strip() or not keep(role, text) or c["id"] in seen or engine.contains(c["id"]):
+            continue
+        seen.add(c["id"])
+        out.append({"text": text, "speaker": c["speaker"], "id": c["id"],
+                    "metadata": {**(c.get("metadata") or {}), "role": role}})
+    return out
+
 
 def finished_turn(messages: Sequence[Any], engine: MemoryEngine, *, user_speaker: str,
-                  ai_speaker: str) -> list[dict[str, Any]]:
+                  ai_speaker: str, roles: Roles = ROLES) -> list[dict[str, Any]]:
     """The turns to record when a conversation turn has ended: the final answer (the last
     AI message, when it calls no tool and has text) and the user message before it.
 
     ``messages`` are LangChain-style messages (``type`` ``"human"``/``"ai"``, ``text``,
-    ``id``, ``tool_calls``). A message with an id is stored as ``"msg-<id>"`` and skipped
-    when the memory already holds it, so replaying a turn (a retried node, a resumed
-    thread) records nothing twice. Returns ``[]`` when the turn has not ended.
+    ``id``, ``tool_calls``). A message is stored as ``"msg-<id>"`` (a message without an id
+    under :func:`turn_id`) and skipped when the memory already holds it, so replaying a turn
+    (a retried node, a resumed thread) records nothing twice. ``roles`` chooses which sides
+    are recorded. Returns ``[]`` when the turn has not ended.
     """
     answer = next((i for i in range(len(messages) - 1, -1, -1)
                    if getattr(messages[i], "type", None) in _AI_TYPES), None)
@@ -185,14 +268,14 @@ def finished_turn(messages: Sequence[Any], engine: MemoryEngine, *, user_speaker
         return []
     human = next((m for m in reversed(messages[:answer])
                   if getattr(m, "type", None) in _HUMAN_TYPES and _message_text(m).strip()), None)
-    turns = []
-    for message, speaker in ((human, user_speaker), (messages[answer], ai_speaker)):
+    candidates = []
+    context = ""
+    for message, role, speaker in ((human, "user", user_speaker),
+                                   (messages[answer], "assistant", ai_speaker)):
         if message is None:
             continue
-        turn: dict[str, Any] = {"text": _message_text(message), "speaker": speaker}
-        if getattr(message, "id", None):
-            turn["id"] = f"msg-{message.id}"
-            if engine.contains(turn["id"]):
-                continue  # recorded already
-        turns.append(turn)
-    return turns
+        text = _message_text(message)
+        mid = f"msg-{message.id}" if getattr(message, "id", None) else turn_id(role, text, context)
+        candidates.append({"text": text, "role": role, "speaker": speaker, "id": mid})
+        context = text
+    return new_turns(candidates, engine, roles=roles)

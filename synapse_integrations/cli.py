@@ -1,4 +1,5 @@
-"""The ``synapse`` console script.
+"""The ``synapse-memory`` console script (also installed as ``synapse``, a name
+``synapseclient`` uses too; ``python -m synapse_integrations.cli`` always works).
 
 ``synapse demo [--path DIR] [--k 5]`` ingests the shipped multi-session conversation into
 embedded Chroma and shows, for a few questions, what memory returns and why.
@@ -24,6 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 
@@ -89,6 +91,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+_SHORT = {"similarity": "cos", "activation": "act", "pagerank": "pr", "lexical": "lex"}
+
+
+def _score_line(c: Any, score: float) -> str:
+    """``score 0.612 = 0.5 x cos 0.80 + ...``: every term of the score, with its weight."""
+    if c.weights is None:
+        return f"score {score:.3f} (the model's own score)"
+    parts = [f"{w:g} x {_SHORT[name]} {getattr(c, name):.2f}" for name, w in c.weights.items() if w]
+    parts += [f"{name} {value:+.2f}" for name, value in (("echo", c.echo), ("superseded", c.superseded))
+              if value]
+    return f"score {score:.3f} = " + " + ".join(parts)
+
+
 def _print_items(mem: Any, res: Any, out: Any, items: Any) -> None:
     for rank, it in enumerate(items, 1):
         c = it.components
@@ -97,8 +112,7 @@ def _print_items(mem: Any, res: Any, out: Any, items: Any) -> None:
         if len(it.path) > 1:
             names = [mem.get(p)["text"][:24] for p in it.path[:-1]]
             via = "  via " + " -> ".join(repr(n) for n in names)
-        print(f" {rank:>2}. [{when}] score {it.score:.3f} (cos {c.similarity:.2f}, act "
-              f"{c.activation:.2f}, pr {c.pagerank:.2f}, bm25 #{c.bm25_rank or '-'}, dense "
+        print(f" {rank:>2}. [{when}] {_score_line(c, it.score)} (bm25 #{c.bm25_rank or '-'}, dense "
               f"#{c.dense_rank or '-'}) {it.text[:90]}{via}", file=out)
 
 
@@ -362,7 +376,14 @@ def _retrieval_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="synapse", description="SYNAPSE long-term memory tools")
+    from . import __version__
+
+    prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    parser = argparse.ArgumentParser(
+        prog=prog if prog in ("synapse", "synapse-memory") else "synapse-memory",
+        description="SYNAPSE long-term memory tools")
+    parser.add_argument("--version", action="version",
+                        version=f"synapse-integrations {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="ingest a shipped conversation and show retrieval")

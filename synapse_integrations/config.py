@@ -294,8 +294,8 @@ class SynapseConfig:
         return {"weight_similarity": self.weight_similarity,
                 "weight_activation": self.weight_activation if self.use_activation else 0.0,
                 "weight_pagerank": self.weight_pagerank if self.uses_pagerank else 0.0,
-                "weight_lexical": self.weight_lexical,
-                "weight_distinct": self.weight_distinct if self.use_bm25 else 0.0}
+                "weight_lexical": self.weight_lexical if self.uses_lexical_score else 0.0,
+                "weight_distinct": self.weight_distinct if self.uses_distinct_score else 0.0}
 
     # -- helpers -----------------------------------------------------------------------------
     @property

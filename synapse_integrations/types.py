@@ -66,6 +66,28 @@ class ScoreComponents:
     dense_rank: int | None = None  # 1-based rank among dense anchors, None if not an anchor
     lexical: float = 0.0  # BM25 score / the query's best BM25 score (0 when not weighted)
     distinct: float = 0.0  # the query's exclusive evidence only this turn holds (scoring.singled_out)
+    echo: float = 0.0  # the echo demotion (<= 0): an assistant echo ranks below its source
+    # the hybrid score's weights by component (similarity, activation, pagerank, lexical);
+    # None when the retrieval model ranked by its own score
+    weights: dict[str, float] | None = field(default=None, compare=False, hash=False)
+    superseded: float = 0.0  # the demotion of an outdated version (<= 0): Synapse.update
+
+    def terms(self) -> dict[str, float]:
+        """The score as a sum: ``weight x value`` per weighted component, plus the ``echo``
+        and ``superseded`` demotions. Their sum is the item's score (empty when the model
+        used its own score).
+
+        >>> c = ScoreComponents(0.8, 0.5, 1.0, lexical=0.5, weights={"similarity": 0.5,
+        ...     "activation": 0.3, "pagerank": 0.1, "lexical": 0.3})
+        >>> round(sum(c.terms().values()), 3)
+        0.8
+        """
+        if self.weights is None:
+            return {}
+        out = {name: w * float(getattr(self, name)) for name, w in self.weights.items()}
+        out["echo"] = self.echo
+        out["superseded"] = self.superseded
+        return out
 
 
 @dataclass(frozen=True)
@@ -105,6 +127,9 @@ class RetrievedItem:
             "dense_rank": self.components.dense_rank,
             "lexical": self.components.lexical,
             "distinct": self.components.distinct,
+            "echo": self.components.echo,
+            "superseded": self.components.superseded,
+            "weights": None if self.components.weights is None else dict(self.components.weights),
             "speaker": self.speaker,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,
             "metadata": dict(self.metadata),

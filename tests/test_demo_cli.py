@@ -38,3 +38,38 @@ def test_demo_refuses_a_memory_that_already_holds_turns(tmp_path, capsys):
     capsys.readouterr()
     assert main(["demo", "--path", path, "--no-progress"]) == 2
     assert "already holds" in capsys.readouterr().out
+
+
+def test_version_and_the_demo_shows_every_score_term(memory, capsys):
+    """Issue 13: `--version`; the demo shows each weighted term of the score, lexical included."""
+    from synapse_integrations import __version__
+    from synapse_integrations.cli import _print_items
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"synapse-integrations {__version__}"
+    memory.add_turns(["Sam: I went skiing in Whistler with Dana.", "Riley: How was the snow?",
+                      "Sam: Powder every morning.", "Sam: Dana studies architecture."])
+    result = memory.retrieve("Where did Sam go skiing?", k=3)
+    import sys
+
+    _print_items(memory, result, sys.stdout, result.items)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        m = re.search(r"score (\d\.\d{3}) = 0\.5 x cos (-?\d\.\d\d) \+ 0\.3 x act (\d\.\d\d) "
+                      r"\+ 0\.1 x pr (\d\.\d\d) \+ 0\.3 x lex (\d\.\d\d)", line)
+        assert m, line
+        score, cos, act, pr, lex = map(float, m.groups())
+        assert 0.5 * cos + 0.3 * act + 0.1 * pr + 0.3 * lex == pytest.approx(score, abs=0.006)
+
+
+def test_console_scripts():
+    """Issue 13: `synapse` collides with synapseclient's script; `synapse-memory` does not."""
+    import tomllib
+    from pathlib import Path
+
+    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"synapse-memory": "synapse_integrations.cli:main",
+                       "synapse": "synapse_integrations.cli:main"}

@@ -32,7 +32,7 @@ from typing_extensions import Annotated  # noqa: E402
 
 from synapse_integrations import Synapse  # noqa: E402
 from synapse_integrations.pool import namespace_key  # noqa: E402
-from synapse_integrations._adapter_utils import EnginePool, list_episodes  # noqa: E402
+from synapse_integrations._adapter_utils import EnginePool, format_memories, list_episodes  # noqa: E402
 from synapse_integrations.errors import InvalidInputError  # noqa: E402
 from synapse_integrations.langgraph import (  # noqa: E402
     MEMORY_MESSAGE_ID,
@@ -92,13 +92,15 @@ async def test_messages_state_graph_recalls_and_records(tmp_path, embedder):
     await graph.ainvoke({"messages": [HumanMessage("I adopted a beagle called Biscuit.")]}, cfg)
     out = graph.invoke({"messages": [HumanMessage("Tell me about Ana and Lisbon.")]}, cfg)
 
-    # the conversation (checkpoint) holds exactly one memory message, right after the question
+    # the conversation (checkpoint) holds exactly one memory message: the leading system
+    # message (issue 13: a system message after the user's is refused by Anthropic)
     messages = out["messages"]
-    memo = [m for m in messages if m.id and m.id.startswith(MEMORY_MESSAGE_ID)]
-    assert len(memo) == 1 and isinstance(memo[0], SystemMessage)
-    assert messages[-3].content == "Tell me about Ana and Lisbon." and messages[-2] is memo[0]
+    memo = [m for m in messages if isinstance(m, SystemMessage)]
+    assert len(memo) == 1 and messages[0] is memo[0] and memo[0].id.startswith(MEMORY_MESSAGE_ID)
+    assert messages[-2].content == "Tell me about Ana and Lisbon."
     assert "Lisbon" in memo[0].content.split("\n", 1)[1]  # recalled from SYNAPSE
-    assert model.seen[-1][-1].id == memo[0].id  # the model saw it
+    assert model.seen[-1][0].id == memo[0].id  # the model saw it, first
+    assert all(sum(isinstance(m, SystemMessage) for m in seen) == 1 for seen in model.seen)
     # MessagesState has no "memories" key: LangGraph drops it, nothing else changes
     assert "memories" not in out
     # each finished turn is recorded once, both sides, in the user's memory
@@ -119,7 +121,7 @@ def test_synapse_memory_state_keeps_memories_and_message(tmp_path, embedder):
                     state=SynapseMemoryState).invoke({"messages": [HumanMessage(question)]})
         assert out["memory_rejected"] is direct.rejected
         assert [m["id"] for m in out["memories"]] == [it.id for it in direct.accepted]
-        memo = out["messages"][-2]
+        memo = out["messages"][0]
         assert memo.id.startswith(MEMORY_MESSAGE_ID)
         for m in out["memories"]:  # the same memories, as text, in the system message
             assert m["text"] in memo.content
@@ -176,7 +178,9 @@ def test_gate_rejection_says_nothing_in_memory(tmp_path, embedder):
         assert mem.retrieve(query, k=5).rejected
         update = SynapseMemoryNodes(mem).recall.invoke({"messages": [HumanMessage(query)]}, {})
         assert update["memories"] == [] and update["memory_rejected"] is True
-        assert update["messages"][-1].content.endswith("Nothing relevant in memory.")
+        # the list is rewritten with the new leading memory message in front
+        assert update["messages"][1].content.endswith("Nothing relevant in memory.")
+        assert update["messages"][2].content == query
         assert SynapseMemoryNodes(mem).recall.invoke({"messages": []}, {}) == \
             {"memories": [], "memory_rejected": False}  # no user message: no retrieval
 
@@ -280,7 +284,7 @@ def test_sqlite_checkpointer_and_memory_survive_a_process_restart(tmp_path, embe
                              "confidence": pytest.approx(first.confidence)}
     # and the continued thread uses both: the model sees the old turns and the recalled memory
     assert "My sister Ana moved to Lisbon last year." in got["seen"]
-    assert "Lisbon" in got["seen"][-1].split("\n", 1)[1]
+    assert "Lisbon" in got["seen"][0].split("\n", 1)[1]
     assert got["after"][-1] == "Ana lives in Lisbon."
     assert got["episodes"][-4:] == ["My sister Ana moved to Lisbon last year.", "Lisbon is lovely.",
                                     "I adopted a beagle called Biscuit.", "Biscuit is a great name."]
@@ -346,3 +350,76 @@ async def test_store_in_create_agent_tools(tmp_path, embedder):
         out = await agent.ainvoke({"messages": [HumanMessage("Where does Ana live?")]}, cfg)
         assert out["messages"][-2].content == "Ana lives in Lisbon."  # the find_fact tool's answer
         assert store.list_namespaces() == [("facts", "u1")]
+
+
+def test_users_system_prompt_stays_first_with_the_memories_after_it(tmp_path, embedder):
+    """Issue 13: with the usual leading system prompt the memories are merged into it (the
+    prompt itself is kept and the memories replaced each turn), never added after the user."""
+    with Synapse(tmp_path, embedder=embedder) as mem:
+        mem.add_turns(demo_turns(10))
+        model = SpyModel(seen=[], responses=["Whistler.", "The cello."])
+        graph = build(SynapseMemoryNodes(mem, k=3), model, checkpointer=InMemorySaver())
+        cfg = {"configurable": {"thread_id": "t1"}}
+        graph.invoke({"messages": [("system", "You are terse."), ("user", "Where did Sam go skiing?")]}, cfg)
+        expected = format_memories(mem.retrieve("Which instrument is Sam learning?", k=3))
+        out = graph.invoke({"messages": [("user", "Which instrument is Sam learning?")]}, cfg)
+        system = [m for m in out["messages"] if isinstance(m, SystemMessage)]
+        assert len(system) == 1 and out["messages"][0] is system[0]
+        assert system[0].content.startswith("You are terse.\n\nLong-term memories")
+        assert system[0].content.count("Long-term memories") == 1  # replaced, not piled up
+        assert system[0].content.endswith(expected)  # this turn's memories
+        assert [m.type for m in model.seen[-1]] == ["system", "human", "ai", "human"]
+
+
+async def test_prompt_builds_the_model_input_from_the_memories_key(tmp_path, embedder):
+    with Synapse(tmp_path, embedder=embedder) as mem:
+        mem.add_turns(demo_turns(10))
+        memory = SynapseMemoryNodes(mem, k=3, system_message=False)
+        model = SpyModel(seen=[], responses=["Whistler."])
+
+        async def agent(state: SynapseMemoryState) -> dict:
+            return {"messages": [await model.ainvoke(memory.prompt(state, "You are terse."))]}
+
+        builder = StateGraph(SynapseMemoryState)
+        builder.add_node("recall", memory.recall)
+        builder.add_node("agent", agent)
+        builder.add_edge(START, "recall")
+        builder.add_edge("recall", "agent")
+        out = await builder.compile().ainvoke({"messages": [HumanMessage("Where did Sam go skiing?")]})
+        assert [m.type for m in out["messages"]] == ["human", "ai"]  # state untouched
+        first = model.seen[0][0]
+        assert first.type == "system" and first.content.startswith("You are terse.\n\nLong-term memories")
+        assert "Whistler" in first.content and [m.type for m in model.seen[0]] == ["system", "human"]
+
+
+async def test_recall_node_is_a_traced_retriever_run(tmp_path, embedder):
+    """Issue 13: the recall node's retrieval shows in the graph's callbacks as a retriever
+    run with the query, the documents and the gate decision."""
+    from test_langchain import _Events
+
+    with Synapse(tmp_path, embedder=embedder) as mem:
+        mem.add_turns(demo_turns(10))
+        graph = build(SynapseMemoryNodes(mem, k=3), FakeListChatModel(responses=["ok", "ok"]))
+        for run in ("sync", "async"):
+            events = _Events()
+            question = "Where did Sam go skiing?"
+            inputs, cfg = {"messages": [HumanMessage(question)]}, {"callbacks": [events]}
+            await graph.ainvoke(inputs, cfg) if run == "async" else graph.invoke(inputs, cfg)
+            [(query, documents, gate)] = events.recalls()
+            assert query == question and gate["rejected"] is False
+            assert "Whistler" in " ".join(d.page_content for d in documents)
+            assert events.retriever_starts[0]["parent"] is not None  # inside the recall node's run
+
+
+def test_record_roles(tmp_path, embedder):
+    with Synapse(tmp_path, embedder=embedder) as mem:
+        nodes = SynapseMemoryNodes(mem, roles=("user",))
+        turn = {"messages": [HumanMessage("I live in Porto.", id="h1"), AIMessage("Noted: Porto.", id="a1")]}
+        nodes.record.invoke(turn, {})
+        nodes.record.invoke(turn, {})
+        assert _episodes(mem) == [("user", "I live in Porto.")]
+        assert mem.episodes()[0]["metadata"] == {"role": "user"}
+        custom = SynapseMemoryNodes(mem, roles=lambda role, text: "Porto" not in text)
+        custom.record.invoke({"messages": [HumanMessage("I like tea.", id="h2"),
+                                           AIMessage("Porto has great tea.", id="a2")]}, {})
+        assert _episodes(mem)[-1] == ("user", "I like tea.")

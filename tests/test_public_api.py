@@ -31,9 +31,11 @@ ADAPTER_API = {
     "synapse_integrations.langchain": {
         "EnginePool", "SynapseChatMessageHistory", "SynapseMemory", "SynapseMemoryMiddleware",
         "SynapseRetriever", "create_synapse_tools", "format_documents"},
-    "synapse_integrations.llama_index": {"EnginePool", "SynapseMemoryBlock", "SynapseRetriever"},
+    "synapse_integrations.llama_index": {"EnginePool", "SynapseChatMemory", "SynapseGateEvent",
+                                         "SynapseMemoryBlock", "SynapseRetriever"},
     "synapse_integrations.langgraph": {
-        "EnginePool", "MEMORY_MESSAGE_ID", "SynapseMemoryNodes", "SynapseMemoryState", "SynapseStore"},
+        "EnginePool", "MEMORY_MESSAGE_ID", "SynapseMemoryNodes", "SynapseMemoryState", "SynapseStore",
+        "with_memories"},
 }
 EXTRAS = {"synapse_integrations.langchain": "langchain",
           "synapse_integrations.llama_index": "llamaindex",

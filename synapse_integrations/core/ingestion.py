@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import ExtractionError, InvalidInputError, InvalidTypeError, StorageError
 from ..firewall import Firewall
 from ..types import WindowReport
+from . import echoes
 from .consolidation import Consolidator
 from .state import MemoryState
 from .validation import MAX_BATCH_TURNS, validate_turn
@@ -145,6 +146,7 @@ class Ingestor:
         if taken or len(set(ids)) != len(ids):
             raise InvalidInputError(f"memory id(s) already used: {sorted(set(taken) or ids)[:5]}")
         embs = embs[fresh_rows]
+        echoes.mark(rows, embs, state)  # an assistant turn restating a user turn: echo_of
         now = time.time()
         for r in rows:
             r["ingest_ts"] = now

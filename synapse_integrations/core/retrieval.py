@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from ..config import SynapseConfig
 from ..types import RetrievalResult, RetrievedItem, ScoreComponents
-from . import scoring
+from . import echoes, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
@@ -112,10 +112,13 @@ class Pass:
     pr: np.ndarray
     lexical: np.ndarray | None
     distinct: np.ndarray | None
+    echo: np.ndarray  # the echo demotion (0, or negative): core/echoes.py
+    superseded: np.ndarray  # the demotion of a superseded version (0, or negative)
     parents: np.ndarray | None
     dense_rank: dict[str, int]
     bm25_rank: dict[str, int]
     activated: set[str] | None  # nodes at activation >= dormancy_epsilon (None: no model ran)
+    own_score: bool = False  # the model ranked by its own score (not the hybrid score)
 
 
 @dataclass(frozen=True)
@@ -191,14 +194,17 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
             state.bm25.exclusive_share(text, view.index, view.n, turns))[cand]
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical, distinct=distinct)
+    hybrid = score
     score = _rank_versions(view, cand, score, cfg.superseded_weight)
+    superseded = score - hybrid  # shown as a score component, like the echo demotion
+    score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
     if scope.returnable is None:
         order = scoring.top_k(score, min(k, cand.size))
     else:
         keep = np.flatnonzero(scope.returnable[cand])
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
-    return Pass(cand, order, score, sim, activation, pr, lexical, distinct, parents,
-                anchors.dense_rank, anchors.bm25_rank, activated)
+    return Pass(cand, order, score, sim, activation, pr, lexical, distinct, echo, superseded,
+                parents, anchors.dense_rank, anchors.bm25_rank, activated, own_score is not None)
 
 
 def _superseded(view: Compiled) -> dict[int, int]:
@@ -278,6 +284,11 @@ def _explain_feedback(state: MemoryState, view: Compiled, first: Pass, second: P
         via = next((e for e in linked if g.has_edge(e, node_id)), None)
         if via is not None:
             second.parents[view.index[node_id]] = view.index[via]
+
+
+def _shown_weights(cfg: SynapseConfig) -> dict[str, float]:
+    """The hybrid score's weights by component name (what an item's terms are multiplied by)."""
+    return {name.removeprefix("weight_"): w for name, w in cfg.score_weights().items()}
 
 
 def activation_vector(view: Compiled, run: Pass) -> np.ndarray:
@@ -393,13 +404,15 @@ class Retriever:
                     activated.append(again.activated)
                     run = again
         activation = activation_vector(view, run) if cfg.use_activation else None
+        weights = None if run.own_score else _shown_weights(cfg)
         items = tuple(
             build_item(self.state, view, int(run.cand[j]), float(run.score[j]),
                        ScoreComponents(float(run.sim[j]), float(run.activation[j]),
                                        float(run.pr[j]), run.bm25_rank.get(view.ids[run.cand[j]]),
                                        run.dense_rank.get(view.ids[run.cand[j]]),
                                        float(run.lexical[j]) if run.lexical is not None else 0.0,
-                                       float(run.distinct[j]) if run.distinct is not None else 0.0),
+                                       float(run.distinct[j]) if run.distinct is not None else 0.0,
+                                       float(run.echo[j]), weights, float(run.superseded[j])),
                        run.parents, activation)
             for j in run.order
         )

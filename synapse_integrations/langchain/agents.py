@@ -9,14 +9,17 @@ from .._adapter_utils import (
     DEFAULT_EMPTY_TEXT,
     DEFAULT_NAMESPACE_KEYS,
     MEMORY_HEADER,
+    ROLES,
     EngineSource,
+    Roles,
     finished_turn,
     format_memories,
     namespace_from_configurable,
     require,
     resolve_engine,
 )
-from ..types import MemoryEngine
+from ..errors import NodeNotFoundError, SynapseError
+from ..types import MemoryEngine, RetrievalResult
 
 require("langchain", "langchain")
 
@@ -25,6 +28,11 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse  # noq
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 from langchain_core.runnables.config import ensure_config  # noqa: E402
 from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
+
+from .._lc_recall import arecall, recall  # noqa: E402
+
+__all__ = ["SynapseMemoryMiddleware", "create_synapse_tools"]
+
 
 def _engine(source: EngineSource, keys: Sequence[str]) -> MemoryEngine:
     return resolve_engine(source, lambda: namespace_from_configurable(
@@ -35,14 +43,26 @@ def _last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
 
 
+def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
+    """``system`` with ``block`` appended (text or content blocks), or ``block`` alone."""
+    if system is None:
+        return SystemMessage(block)
+    if isinstance(system.content, str):
+        return SystemMessage(f"{system.content}\n\n{block}" if system.content else block)
+    return SystemMessage([*system.content, {"type": "text", "text": block}])
+
+
 class SynapseMemoryMiddleware(AgentMiddleware):
     """Agent middleware: recall memories before each model call, record each finished turn.
 
     Before the model is called, the latest user message is the query; the retrieved memories
     (or "Nothing relevant in memory." when the gate rejects it) are appended to the system
-    message of that call only, so they are not written into the agent's message state. After a
-    model call that ends the turn (an ``AIMessage`` without tool calls), the user message and
-    the answer are recorded as two episodes; messages are recorded under their ids, so a
+    message of that call only (one leading system message, so every provider accepts the
+    request), and are not written into the agent's message state. Each recall is a
+    retriever run named ``synapse_recall`` in the run's callbacks (LangSmith), with the
+    gate's decision as the custom event ``synapse_gate``. After a model call that ends the
+    turn (an ``AIMessage`` without tool calls), the user message and the answer are recorded
+    as two episodes (``roles`` chooses which); messages are recorded under their ids, so a
     replayed turn is not recorded twice.
 
     >>> from langchain.agents import create_agent
@@ -55,9 +75,12 @@ class SynapseMemoryMiddleware(AgentMiddleware):
             ``config["configurable"]`` (the first of ``namespace_keys`` present).
         k: memories per recall.
         record: record finished turns (set False for read-only memory).
+        roles: which sides of a turn are recorded: ``("user", "assistant")`` (default),
+            ``("user",)``, or a callable ``(role, text) -> bool``.
     """
 
     def __init__(self, engine: EngineSource, *, k: int = 5, record: bool = True,
+                 roles: Roles = ROLES,
                  namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
                  user_speaker: str = "user", ai_speaker: str = "assistant",
                  header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT) -> None:
@@ -65,22 +88,22 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         self.engine = engine
         self.k = k
         self.record = record
+        self.roles = roles
         self.namespace_keys = tuple(namespace_keys)
         self.user_speaker, self.ai_speaker = user_speaker, ai_speaker
         self.header, self.empty_text = header, empty_text
 
     # recall -------------------------------------------------------------------------------
-    def _with_memories(self, request: ModelRequest, result: Any) -> ModelRequest:
+    def _with_memories(self, request: ModelRequest, result: RetrievalResult) -> ModelRequest:
         block = f"{self.header}\n{format_memories(result, empty=self.empty_text)}"
-        base = request.system_prompt
-        return request.override(system_message=SystemMessage(f"{base}\n\n{block}" if base else block))
+        return request.override(system_message=_with_block(request.system_message, block))
 
     def wrap_model_call(self, request: ModelRequest,
                         handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return handler(request)
-        result = _engine(self.engine, self.namespace_keys).retrieve(human.text, k=self.k)
+        result, _ = recall(_engine(self.engine, self.namespace_keys), human.text, k=self.k)
         return handler(self._with_memories(request, result))
 
     async def awrap_model_call(self, request: ModelRequest,
@@ -89,7 +112,7 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return await handler(request)
-        result = await _engine(self.engine, self.namespace_keys).aretrieve(human.text, k=self.k)
+        result, _ = await arecall(_engine(self.engine, self.namespace_keys), human.text, k=self.k)
         return await handler(self._with_memories(request, result))
 
     # record -------------------------------------------------------------------------------
@@ -97,7 +120,7 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         if not self.record or not state["messages"]:
             return []
         return finished_turn(state["messages"], engine, user_speaker=self.user_speaker,
-                             ai_speaker=self.ai_speaker)
+                             ai_speaker=self.ai_speaker, roles=self.roles)
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         engine = _engine(self.engine, self.namespace_keys)
@@ -114,37 +137,117 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         return None
 
 
+def _listing(result: RetrievalResult, empty: str) -> str:
+    """Search results as lines with their ids (what update_memory/forget_memory take)."""
+    if not result.accepted:
+        return empty
+    lines = format_memories(result).splitlines()
+    return "\n".join(f"{line} (id: {it.id})" for line, it in zip(lines, result.accepted))
+
+
+def _check_ids(engine: MemoryEngine, ids: Sequence[str]) -> list[str]:
+    """The ids this memory does not hold (so a tool refuses them)."""
+    return [i for i in ids if not engine.contains(i)]
+
+
 def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                          namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
-                         speaker: str = "memory") -> list[BaseTool]:
-    """``search_memory`` and ``save_memory`` tools over a SYNAPSE memory, for any agent.
+                         speaker: str = "memory", empty_text: str = DEFAULT_EMPTY_TEXT,
+                         include: Sequence[str] = ("search", "save", "update", "forget"),
+                         ) -> list[BaseTool]:
+    """Memory tools for any tool-calling agent: ``search_memory``, ``save_memory``,
+    ``update_memory`` and ``forget_memory``, each on the caller's memory (with an
+    ``EnginePool``: the run's namespace from ``config["configurable"]``).
 
-    >>> search, save = create_synapse_tools(mem)                     # doctest: +SKIP
+    ``search_memory`` lists memories with their ids; ``update_memory(id, text)`` stores a
+    corrected version (the old one is kept, marked superseded, and ranked below it;
+    ``Synapse.update``); ``forget_memory(ids)`` erases memories for good. Both refuse ids
+    that are not in this memory (the agent can only change what a search showed it).
+    ``include`` picks the tools (e.g. ``("search", "save")`` for an agent that must not
+    change memory). Each search is a traced retriever run, like every recall.
+
+    >>> search, save, update, forget = create_synapse_tools(mem)     # doctest: +SKIP
     >>> save.invoke({"text": "Sam is allergic to peanuts"})          # doctest: +SKIP
     'Saved memory ep-...'
     >>> search.invoke({"query": "What is Sam allergic to?"})         # doctest: +SKIP
-    '- [2025-...] memory: Sam is allergic to peanuts'
+    '- [2025-...] memory: Sam is allergic to peanuts (id: ep-...)'
     """
 
+    def mem() -> MemoryEngine:
+        return _engine(engine, namespace_keys)
+
     def search_memory(query: str) -> str:
-        return format_memories(_engine(engine, namespace_keys).retrieve(query, k=k))
+        return _listing(recall(mem(), query, k=k, name="search_memory")[0], empty_text)
 
     async def asearch_memory(query: str) -> str:
-        return format_memories(await _engine(engine, namespace_keys).aretrieve(query, k=k))
+        return _listing((await arecall(mem(), query, k=k, name="search_memory"))[0], empty_text)
 
     def save_memory(text: str) -> str:
-        return f"Saved memory {_engine(engine, namespace_keys).add_turn(text, speaker=speaker)}"
+        return f"Saved memory {mem().add_turn(text, speaker=speaker)}"
 
     async def asave_memory(text: str) -> str:
-        return f"Saved memory {await _engine(engine, namespace_keys).aadd_turn(text, speaker=speaker)}"
+        return f"Saved memory {await mem().aadd_turn(text, speaker=speaker)}"
 
-    return [
-        StructuredTool.from_function(
+    def _refuse(ids: Sequence[str]) -> str | None:
+        unknown = _check_ids(mem(), ids)
+        if unknown:
+            return (f"Refused: {', '.join(unknown)} is not in this memory. Use search_memory "
+                    f"and pass an id it showed.")
+        return None
+
+    def update_memory(memory_id: str, text: str) -> str:
+        refused = _refuse([memory_id])
+        if refused:
+            return refused
+        try:
+            new = mem().update(memory_id, text)
+        except (NodeNotFoundError, SynapseError) as exc:
+            return f"Refused: {exc}"
+        return f"Updated memory {memory_id}: the new version is {new}"
+
+    async def aupdate_memory(memory_id: str, text: str) -> str:
+        refused = _refuse([memory_id])
+        if refused:
+            return refused
+        try:
+            new = await mem().aupdate(memory_id, text)
+        except (NodeNotFoundError, SynapseError) as exc:
+            return f"Refused: {exc}"
+        return f"Updated memory {memory_id}: the new version is {new}"
+
+    def forget_memory(memory_ids: list[str]) -> str:
+        refused = _refuse(memory_ids)
+        if refused:
+            return refused
+        return f"Forgot {len(mem().forget(ids=list(memory_ids)))} memory item(s)"
+
+    async def aforget_memory(memory_ids: list[str]) -> str:
+        refused = _refuse(memory_ids)
+        if refused:
+            return refused
+        return f"Forgot {len(await mem().aforget(ids=list(memory_ids)))} memory item(s)"
+
+    tools = {
+        "search": StructuredTool.from_function(
             func=search_memory, coroutine=asearch_memory, name="search_memory",
             description="Search long-term memory for facts from earlier conversations. "
-                        "Input: a question or keywords. Says so when memory holds nothing relevant."),
-        StructuredTool.from_function(
+                        "Input: a question or keywords. Each memory is listed with its id; "
+                        "says so when memory holds nothing relevant."),
+        "save": StructuredTool.from_function(
             func=save_memory, coroutine=asave_memory, name="save_memory",
             description="Save one fact to long-term memory so it can be recalled in later "
                         "conversations. Input: the fact as a short sentence."),
-    ]
+        "update": StructuredTool.from_function(
+            func=update_memory, coroutine=aupdate_memory, name="update_memory",
+            description="Correct a memory that is wrong or out of date. Input: the memory's id "
+                        "as shown by search_memory, and the corrected fact as a short sentence. "
+                        "The old version is kept as history and ranked below the new one."),
+        "forget": StructuredTool.from_function(
+            func=forget_memory, coroutine=aforget_memory, name="forget_memory",
+            description="Erase memories for good (e.g. when the user asks you to forget "
+                        "something). Input: the ids shown by search_memory."),
+    }
+    unknown = [name for name in include if name not in tools]
+    if unknown:
+        raise ValueError(f"unknown memory tool(s) {unknown}; choose among {list(tools)}")
+    return [tools[name] for name in include]

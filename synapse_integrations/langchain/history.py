@@ -18,8 +18,22 @@ _KEY = "lc_message"
 
 def _turn(message: BaseMessage) -> dict[str, Any]:
     text = message.text if isinstance(message.text, str) else str(message.content)
-    return {"text": text if text.strip() else f"[{message.type} message]",
+    turn = {"text": text if text.strip() else f"[{message.type} message]",
             "speaker": message.type, "metadata": {_KEY: message_to_dict(message)}}
+    if message.id:  # recorded under its id: adding the same message again stores nothing
+        turn["id"] = f"msg-{message.id}"
+    return turn
+
+
+def _new(engine: MemoryEngine, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    turns, seen = [], set()
+    for m in messages:
+        turn = _turn(m)
+        if "id" in turn and (turn["id"] in seen or engine.contains(turn["id"])):
+            continue
+        seen.add(turn.get("id"))
+        turns.append(turn)
+    return turns
 
 
 class SynapseChatMessageHistory(BaseChatMessageHistory):
@@ -41,7 +55,10 @@ class SynapseChatMessageHistory(BaseChatMessageHistory):
     to ``pool.get`` yourself). A single ``Synapse`` works too (one history for it all).
 
     ``messages`` returns the session's messages in order (exact round trip, tool calls
-    included); ``clear()`` forgets them. Messages stored by other means (plain ``add_turn``)
+    included); ``clear()`` forgets them. A message with an id is stored as ``msg-<id>``, so
+    adding it again (a replayed run) stores nothing; messages without an id are stored as
+    given. LangChain deprecates ``RunnableWithMessageHistory``: for new code prefer the
+    agent middleware or the LangGraph nodes. Messages stored by other means (plain ``add_turn``)
     are returned as ``HumanMessage``/``AIMessage`` by speaker.
     """
 
@@ -71,10 +88,14 @@ class SynapseChatMessageHistory(BaseChatMessageHistory):
         return await asyncio.to_thread(lambda: self.messages)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        self.engine.add_turns([_turn(m) for m in messages])
+        turns = _new(self.engine, messages)
+        if turns:
+            self.engine.add_turns(turns)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        await self.engine.aadd_turns([_turn(m) for m in messages])
+        turns = _new(self.engine, messages)
+        if turns:
+            await self.engine.aadd_turns(turns)
 
     def clear(self) -> None:
         self.engine.forget(everything=True)

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._adapter_utils import DEFAULT_EMPTY_TEXT, format_memories, require
+from .._adapter_utils import (
+    DEFAULT_EMPTY_TEXT,
+    ROLES,
+    Roles,
+    format_memories,
+    new_turns,
+    require,
+    turn_id,
+)
 
 require("langchain_classic", "langchain")
+
+from .._lc_recall import arecall, recall  # noqa: E402
 
 from langchain_classic.base_memory import BaseMemory  # noqa: E402
 from langchain_core.messages import SystemMessage  # noqa: E402
@@ -16,8 +26,12 @@ from pydantic import ConfigDict, Field  # noqa: E402
 class SynapseMemory(BaseMemory):
     """Long-term memory for classic chains (``LLMChain``, ``ConversationChain``, ...).
 
+    LangChain deprecates ``BaseMemory`` (langchain-classic); for new code use
+    :class:`SynapseMemoryMiddleware` with ``create_agent``, or the LangGraph nodes.
+
     ``save_context`` records both sides of a turn (the input as ``human_prefix``, the output as
-    ``ai_prefix``); ``load_memory_variables`` retrieves memories for the input and returns them
+    ``ai_prefix``; ``roles`` chooses which), each under an id derived from the exchange (input and
+    output), so saving the same turn again (a replay) stores nothing twice; ``load_memory_variables`` retrieves memories for the input and returns them
     under ``memory_key``: a text block, or with ``return_messages=True`` one ``SystemMessage``
     (nothing at all when the gate rejected the query). ``clear`` forgets everything.
 
@@ -38,6 +52,7 @@ class SynapseMemory(BaseMemory):
     ai_prefix: str = "AI"
     return_messages: bool = False
     empty_text: str = DEFAULT_EMPTY_TEXT
+    roles: Any = Field(default=ROLES, description="Roles recorded, or a callable (role, text) -> bool.")
 
     @property
     def memory_variables(self) -> list[str]:
@@ -56,9 +71,14 @@ class SynapseMemory(BaseMemory):
         return self._pick(inputs, self.input_key, {self.memory_key, "stop"})
 
     def _turns(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[dict[str, Any]]:
-        turns = [{"text": self._query(inputs), "speaker": self.human_prefix},
-                 {"text": self._pick(outputs, self.output_key, set()), "speaker": self.ai_prefix}]
-        return [t for t in turns if t["text"].strip()]
+        said, answer = self._query(inputs), self._pick(outputs, self.output_key, set())
+        roles: Roles = self.roles
+        return new_turns([
+            {"text": said, "role": "user", "speaker": self.human_prefix,
+             "id": turn_id("user", said, answer)},
+            {"text": answer, "role": "assistant", "speaker": self.ai_prefix,
+             "id": turn_id("assistant", answer, said)},
+        ], self.engine, roles=roles)
 
     def _variables(self, result: Any) -> dict[str, Any]:
         if self.return_messages:
@@ -66,16 +86,20 @@ class SynapseMemory(BaseMemory):
         return {self.memory_key: format_memories(result, empty=self.empty_text)}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        return self._variables(self.engine.retrieve(self._query(inputs), k=self.k))
+        return self._variables(recall(self.engine, self._query(inputs), k=self.k)[0])
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        return self._variables(await self.engine.aretrieve(self._query(inputs), k=self.k))
+        return self._variables((await arecall(self.engine, self._query(inputs), k=self.k))[0])
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
-        self.engine.add_turns(self._turns(inputs, outputs))
+        turns = self._turns(inputs, outputs)
+        if turns:
+            self.engine.add_turns(turns)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
-        await self.engine.aadd_turns(self._turns(inputs, outputs))
+        turns = self._turns(inputs, outputs)
+        if turns:
+            await self.engine.aadd_turns(turns)
 
     def clear(self) -> None:
         self.engine.forget(everything=True)

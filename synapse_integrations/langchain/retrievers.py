@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._adapter_utils import DEFAULT_EMPTY_TEXT, item_metadata, require, speaker_prefix
-from ..types import RetrievalResult
+from .._adapter_utils import DEFAULT_EMPTY_TEXT, require, speaker_prefix
 
 require("langchain_core", "langchain")
+
+from .._lc_recall import GATE_EVENT, GATE_REJECTED_EVENT, areport_gate, documents, report_gate  # noqa: E402
 
 from langchain_core.callbacks import (  # noqa: E402
     AsyncCallbackManagerForRetrieverRun,
@@ -18,8 +19,7 @@ from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from pydantic import ConfigDict, Field  # noqa: E402
 
-#: Name of the custom callback event sent when the uncertainty gate rejects a query.
-GATE_EVENT = "synapse_gate_rejected"
+__all__ = ["GATE_EVENT", "GATE_REJECTED_EVENT", "SynapseRetriever", "format_documents"]
 
 
 def format_documents(docs: Sequence[Document], *, empty: str = DEFAULT_EMPTY_TEXT) -> str:
@@ -37,17 +37,6 @@ def format_documents(docs: Sequence[Document], *, empty: str = DEFAULT_EMPTY_TEX
     return "\n".join(lines) if lines else empty
 
 
-def _documents(result: RetrievalResult, kinds: tuple[str, ...], include_rejected: bool) -> list[Document]:
-    items = result.items if include_rejected else result.accepted
-    return [Document(page_content=it.text, id=it.id, metadata=item_metadata(it))
-            for it in items if it.kind in kinds]
-
-
-def _gate_data(result: RetrievalResult) -> dict[str, Any]:
-    return {"query": result.query, "rejected": result.rejected, "confidence": result.confidence,
-            "gate_tau": result.gate_tau, "candidates": len(result.items)}
-
-
 class SynapseRetriever(BaseRetriever):
     """Retrieve memories from a :class:`~synapse_integrations.Synapse` engine.
 
@@ -55,10 +44,11 @@ class SynapseRetriever(BaseRetriever):
     (event time, ISO 8601), ``score``, ``components`` (similarity, activation, PageRank, BM25
     and dense anchor ranks), ``path`` and the turn's own ``metadata``.
 
-    When the uncertainty gate rejects a query, the retriever returns **no documents** and says
-    so to the run's callbacks: an ``on_text`` message and a custom event named
-    ``"synapse_gate_rejected"`` (visible in ``astream_events`` and ``on_custom_event``) with the
-    query, the confidence and the threshold. A chain shows "nothing in memory" by formatting
+    Every call is a retriever run in the callbacks (LangSmith, ``astream_events``) with the
+    query and the documents, and reports the gate's decision inside that run as the custom
+    event ``"synapse_gate"`` (query, rejected, confidence, threshold, ids returned). When the
+    uncertainty gate rejects a query, the retriever returns **no documents** and says so:
+    an ``on_text`` message and the custom event ``"synapse_gate_rejected"``. A chain shows "nothing in memory" by formatting
     the empty list, e.g. with :func:`format_documents`:
 
     >>> from langchain_core.prompts import ChatPromptTemplate
@@ -89,20 +79,12 @@ class SynapseRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None) -> list[Document]:
         result = self.engine.retrieve(query, k=self._k(k), kinds=self.kinds)
-        if result.rejected:
-            run_manager.on_text(f"SYNAPSE gate: nothing in memory for {query!r} "
-                                f"(confidence {result.confidence:.3f} < {result.gate_tau})")
-            run_manager.get_child().on_custom_event(GATE_EVENT, _gate_data(result),
-                                                    run_id=run_manager.run_id)
-        return _documents(result, self.kinds, self.include_rejected)
+        report_gate(run_manager, result)
+        return documents(result, self.kinds, self.include_rejected)
 
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None) -> list[Document]:
         result = await self.engine.aretrieve(query, k=self._k(k), kinds=self.kinds)
-        if result.rejected:
-            await run_manager.on_text(f"SYNAPSE gate: nothing in memory for {query!r} "
-                                      f"(confidence {result.confidence:.3f} < {result.gate_tau})")
-            await run_manager.get_child().on_custom_event(GATE_EVENT, _gate_data(result),
-                                                          run_id=run_manager.run_id)
-        return _documents(result, self.kinds, self.include_rejected)
+        await areport_gate(run_manager, result)
+        return documents(result, self.kinds, self.include_rejected)

@@ -15,7 +15,8 @@ from ..pool import EnginePool
 
 require("langgraph", "langgraph")
 
-from .nodes import MEMORY_MESSAGE_ID, SynapseMemoryNodes, SynapseMemoryState  # noqa: E402
+from .nodes import MEMORY_MESSAGE_ID, SynapseMemoryNodes, SynapseMemoryState, with_memories  # noqa: E402
 from .store import SynapseStore  # noqa: E402
 
-__all__ = ["MEMORY_MESSAGE_ID", "EnginePool", "SynapseMemoryNodes", "SynapseMemoryState", "SynapseStore"]
+__all__ = ["MEMORY_MESSAGE_ID", "EnginePool", "SynapseMemoryNodes", "SynapseMemoryState", "SynapseStore",
+           "with_memories"]

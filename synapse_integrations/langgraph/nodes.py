@@ -10,7 +10,9 @@ from .._adapter_utils import (
     DEFAULT_EMPTY_TEXT,
     DEFAULT_NAMESPACE_KEYS,
     MEMORY_HEADER,
+    ROLES,
     EngineSource,
+    Roles,
     finished_turn,
     format_memories,
     item_metadata,
@@ -31,11 +33,17 @@ from langchain_core.messages import (  # noqa: E402
 )
 from langchain_core.runnables import RunnableConfig, RunnableLambda  # noqa: E402
 from langgraph.graph import MessagesState  # noqa: E402
+from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
 
-__all__ = ["MEMORY_MESSAGE_ID", "SynapseMemoryNodes", "SynapseMemoryState"]
+from .._lc_recall import arecall, recall  # noqa: E402
 
-#: Id prefix of the system message the recall node keeps in ``messages`` (one at a time).
+__all__ = ["BASE_PROMPT_KEY", "MEMORY_MESSAGE_ID", "SynapseMemoryNodes", "SynapseMemoryState",
+           "with_memories"]
+
+#: Id prefix of the system message the recall node adds when the thread has none.
 MEMORY_MESSAGE_ID = "synapse-memories"
+#: ``response_metadata`` key of the leading system message holding the prompt without memories.
+BASE_PROMPT_KEY = "synapse_base_prompt"
 
 
 class SynapseMemoryState(MessagesState):
@@ -56,17 +64,60 @@ def _text(message: BaseMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.content)
 
 
+def _merged(base: Any, block: str) -> Any:
+    """A system prompt (text, content blocks or None) with the memory block appended."""
+    if not base:
+        return block
+    if isinstance(base, str):
+        return f"{base}\n\n{block}"
+    return [*base, {"type": "text", "text": block}]
+
+
+def _ours(message: BaseMessage) -> bool:
+    return bool(message.id and message.id.startswith(MEMORY_MESSAGE_ID)) \
+        or BASE_PROMPT_KEY in (message.response_metadata or {})
+
+
+def _base_prompt(message: BaseMessage) -> Any:
+    """The system prompt of a leading system message, without the memories in it."""
+    meta = message.response_metadata or {}
+    if BASE_PROMPT_KEY in meta:
+        return meta[BASE_PROMPT_KEY]
+    return None if _ours(message) else message.content
+
+
+def with_memories(messages: Sequence[BaseMessage], block: str) -> list[BaseMessage]:
+    """``messages`` with ``block`` in their one leading system message: appended to the
+    first message when it is a system message (without any memories a previous call put
+    there), else a new system message in front. Other memory messages are dropped. Every
+    provider accepts the result (one system message, first)."""
+    rest = [m for m in messages if not (isinstance(m, SystemMessage) and _ours(m))]
+    first = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
+    if first is not None and not _ours(first):
+        rest = rest[1:]
+    base = _base_prompt(first) if first is not None else None
+    return [SystemMessage(_merged(base, block), response_metadata={BASE_PROMPT_KEY: base}), *rest]
+
+
 class SynapseMemoryNodes:
     """Two graph nodes that give any ``StateGraph`` long-term SYNAPSE memory.
 
     - :attr:`recall` reads the latest user message, retrieves memories for it and writes them
       into the state: under ``memories_key`` (a list of dicts, for your own state schema or
-      :class:`SynapseMemoryState`) and/or, with ``system_message=True``, as one
-      ``SystemMessage`` (id ``"synapse-memories-..."``) placed after the user message, replacing
-      the previous one, so a plain ``MessagesState`` graph needs no other change.
+      :class:`SynapseMemoryState`) and, with ``system_message=True`` (default), into the
+      thread's *leading* system message: appended to your system prompt when the thread
+      starts with one (the prompt itself is kept in the message's ``response_metadata`` and
+      the memories are replaced each turn), else in a new system message put first. So
+      ``model.invoke(state["messages"])`` sends one system message, first, which every
+      provider accepts (Anthropic and Gemini refuse a system message after the user's), and
+      a plain ``MessagesState`` graph needs no other change. With ``system_message=False``
+      the messages are left alone; build the model's input with :meth:`prompt`.
+      Each recall is a retriever run named ``synapse_recall`` in the run's callbacks
+      (LangSmith), with the gate's decision as the custom event ``synapse_gate``.
     - :attr:`record` records the finished turn: the latest user message and the final AI
-      answer (an ``AIMessage`` without tool calls) become two episodes. Message ids make it
-      idempotent: a turn already recorded (a replayed node, a resumed thread) is skipped.
+      answer (an ``AIMessage`` without tool calls) become two episodes (``roles`` chooses
+      which). Message ids make it idempotent: a turn already recorded (a replayed node, a
+      resumed thread) is skipped.
 
     Put ``recall`` before your model node and ``record`` where the turn ends (on the edge to
     ``END``). The memory of a run is chosen from ``config["configurable"]``: the first of
@@ -96,18 +147,22 @@ class SynapseMemoryNodes:
         memories_key: state key for the retrieved memories (``None``: do not write it).
             LangGraph drops keys its state schema does not have, so add it to your schema or
             use :class:`SynapseMemoryState`.
-        system_message: also put the memories into ``messages`` as a system message.
+        system_message: also put the memories into the leading system message of ``messages``.
         messages_key: the state key holding the conversation.
         namespace_keys: ``config["configurable"]`` keys naming the memory, first match wins.
         user_speaker / ai_speaker: speakers recorded for the two sides of a turn.
+        roles: which sides are recorded: ``("user", "assistant")`` (default), ``("user",)``,
+            or a callable ``(role, text) -> bool``.
     """
 
     def __init__(self, engine: EngineSource, *, k: int = 5, memories_key: str | None = "memories",
                  system_message: bool = True, messages_key: str = "messages",
                  namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
                  user_speaker: str = "user", ai_speaker: str = "assistant",
+                 roles: Roles = ROLES,
                  header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT) -> None:
         self.engine = engine
+        self.roles = roles
         self.k = k
         self.memories_key = memories_key
         self.system_message = system_message
@@ -129,6 +184,10 @@ class SynapseMemoryNodes:
                       if isinstance(m, HumanMessage) and _text(m).strip()), None)
         return _text(human) if human is not None else None
 
+    def _block(self, result: RetrievalResult | None) -> str:
+        text = format_memories(result, empty=self.empty_text) if result is not None else self.empty_text
+        return f"{self.header}\n{text}"
+
     def _update(self, state: Any, result: RetrievalResult | None) -> dict[str, Any]:
         update: dict[str, Any] = {}
         if self.memories_key is not None:
@@ -136,29 +195,53 @@ class SynapseMemoryNodes:
             update[self.memories_key] = [{"text": it.text, **item_metadata(it)} for it in items]
             update["memory_rejected"] = bool(result is not None and result.rejected)
         if self.system_message and result is not None:
-            # the previous memory message goes; the new one follows the user's message
-            messages = [RemoveMessage(id=m.id) for m in _messages(state, self.messages_key)
-                        if m.id and m.id.startswith(MEMORY_MESSAGE_ID)]
-            text = format_memories(result, empty=self.empty_text)
-            messages.append(SystemMessage(f"{self.header}\n{text}",
-                                          id=f"{MEMORY_MESSAGE_ID}-{uuid.uuid4().hex[:12]}"))
-            update[self.messages_key] = messages
+            messages = list(_messages(state, self.messages_key))
+            wanted = with_memories(messages, self._block(result))
+            first = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
+            stale = [RemoveMessage(id=m.id) for m in messages[1:]
+                     if isinstance(m, SystemMessage) and _ours(m) and m.id]
+            if first is not None:  # replace the leading system message in place (same id)
+                wanted[0].id = first.id
+                update[self.messages_key] = [*stale, wanted[0]]
+            else:  # a new leading message: the list is rewritten with it in front
+                wanted[0].id = f"{MEMORY_MESSAGE_ID}-{uuid.uuid4().hex[:12]}"
+                update[self.messages_key] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *wanted]
         return update
+
+    def prompt(self, state: Any, system_prompt: str | None = None) -> list[BaseMessage]:
+        """The messages to send to the model: the state's conversation with the recalled
+        memories (``state[memories_key]``) in one leading system message, after
+        ``system_prompt`` when given. For graphs built with ``system_message=False``.
+
+        >>> def agent(state):                                                 # doctest: +SKIP
+        ...     return {"messages": [model.invoke(memory.prompt(state, "You are helpful."))]}
+        """
+        memories = (state.get(self.memories_key) if isinstance(state, Mapping)
+                    else getattr(state, self.memories_key, None)) if self.memories_key else None
+        lines = [f"- {m['text']}" for m in memories or []]
+        block = f"{self.header}\n" + ("\n".join(lines) if lines else self.empty_text)
+        messages = list(_messages(state, self.messages_key))
+        if system_prompt is not None:
+            messages = [SystemMessage(system_prompt),
+                        *(m for m in messages if not isinstance(m, SystemMessage))]
+        return with_memories(messages, block)
 
     def _recall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
-        result = self.engine_for(config).retrieve(query, k=self.k) if query else None
+        result = recall(self.engine_for(config), query, k=self.k, config=config)[0] if query else None
         return self._update(state, result)
 
     async def _arecall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
-        result = await self.engine_for(config).aretrieve(query, k=self.k) if query else None
+        result = (await arecall(self.engine_for(config), query, k=self.k, config=config))[0] \
+            if query else None
         return self._update(state, result)
 
     # record -------------------------------------------------------------------------------
     def _turns(self, state: Any, engine: MemoryEngine) -> list[dict[str, Any]]:
         return finished_turn(_messages(state, self.messages_key), engine,
-                             user_speaker=self.user_speaker, ai_speaker=self.ai_speaker)
+                             user_speaker=self.user_speaker, ai_speaker=self.ai_speaker,
+                             roles=self.roles)
 
     def _record(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         engine = self.engine_for(config)

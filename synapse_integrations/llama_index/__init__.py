@@ -14,7 +14,8 @@ from ..pool import EnginePool
 
 require("llama_index.core", "llamaindex")
 
-from .memory import SynapseMemoryBlock  # noqa: E402
-from .retrievers import SynapseRetriever  # noqa: E402
+from .memory import SynapseChatMemory, SynapseMemoryBlock  # noqa: E402
+from .retrievers import SynapseGateEvent, SynapseRetriever  # noqa: E402
 
-__all__ = ["EnginePool", "SynapseMemoryBlock", "SynapseRetriever"]
+__all__ = ["EnginePool", "SynapseChatMemory", "SynapseGateEvent", "SynapseMemoryBlock",
+           "SynapseRetriever"]

@@ -10,8 +10,38 @@ from ..types import MemoryEngine, RetrievalResult
 require("llama_index.core", "llamaindex")
 
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
+from llama_index.core.instrumentation import get_dispatcher  # noqa: E402
+from llama_index.core.instrumentation.events import BaseEvent  # noqa: E402
 from llama_index.core.retrievers import BaseRetriever  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
+
+__all__ = ["SynapseGateEvent", "SynapseRetriever", "gate_event", "to_nodes"]
+
+dispatcher = get_dispatcher(__name__)
+
+
+class SynapseGateEvent(BaseEvent):
+    """LlamaIndex instrumentation event: the uncertainty gate's decision for one recall
+    (sent inside the retrieval span, between ``RetrievalStartEvent`` and
+    ``RetrievalEndEvent``)."""
+
+    query: str
+    rejected: bool
+    confidence: float
+    gate_tau: float
+    candidates: int
+    ids: list[str]
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SynapseGateEvent"
+
+
+def gate_event(result: RetrievalResult) -> SynapseGateEvent:
+    """The gate's decision on ``result`` as an instrumentation event."""
+    return SynapseGateEvent(query=result.query, rejected=result.rejected,
+                            confidence=float(result.confidence), gate_tau=float(result.gate_tau),
+                            candidates=len(result.items), ids=[it.id for it in result.accepted])
 
 # what the LLM sees next to a memory's text; the rest of the metadata is for inspection
 _LLM_KEYS = ("speaker", "timestamp")
@@ -38,7 +68,10 @@ class SynapseRetriever(BaseRetriever):
     Each ``TextNode`` carries the same metadata as the LangChain documents (``id``, ``kind``,
     ``speaker``, ``timestamp``, ``score``, ``components``, ``path``, ``metadata``); only the
     speaker and the time are shown to the LLM. When the uncertainty gate rejects the query the
-    retriever returns no nodes, so a query engine answers from an empty context.
+    retriever returns no nodes, so a query engine answers from an empty context. Every call is
+    a retrieval span in LlamaIndex instrumentation (``RetrievalStartEvent``,
+    ``RetrievalEndEvent`` with the nodes) with the gate's decision as a
+    :class:`SynapseGateEvent` inside it.
 
     >>> from llama_index.core.query_engine import RetrieverQueryEngine
     >>> retriever = SynapseRetriever(mem, k=5)                             # doctest: +SKIP
@@ -63,10 +96,11 @@ class SynapseRetriever(BaseRetriever):
         self.include_rejected = include_rejected
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(self.engine.retrieve(query_bundle.query_str, k=self.k, kinds=self.kinds),
-                        kinds=self.kinds, include_rejected=self.include_rejected)
+        result = self.engine.retrieve(query_bundle.query_str, k=self.k, kinds=self.kinds)
+        dispatcher.event(gate_event(result))
+        return to_nodes(result, kinds=self.kinds, include_rejected=self.include_rejected)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(await self.engine.aretrieve(query_bundle.query_str, k=self.k,
-                                                    kinds=self.kinds),
-                        kinds=self.kinds, include_rejected=self.include_rejected)
+        result = await self.engine.aretrieve(query_bundle.query_str, k=self.k, kinds=self.kinds)
+        dispatcher.event(gate_event(result))
+        return to_nodes(result, kinds=self.kinds, include_rejected=self.include_rejected)

@@ -1,0 +1,216 @@
+"""Every message layout our LangGraph nodes and agent middleware give a model is a request
+each provider package accepts, built offline (no network: the packages' own payload
+builders). Anthropic refuses a system message after the user's ("Received multiple
+non-consecutive system messages"); Gemini moves every system message into
+``system_instruction``; Mistral's API refuses a system message after the first turn. So the
+memories must be in the one leading system message, and this checks it for:
+
+- the recall/record nodes in a ``MessagesState`` graph, without and with the user's own
+  leading system prompt, over several turns, with a tool call in the turn;
+- the nodes with ``system_message=False`` and ``memory.prompt(state, system_prompt)``;
+- ``SynapseMemoryMiddleware`` in ``create_agent``, with and without ``system_prompt``,
+  over several turns with tool calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from _adapter_data import demo_turns  # noqa: E402
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langgraph.prebuilt import ToolNode  # noqa: E402
+
+from synapse_integrations._adapter_utils import EnginePool  # noqa: E402
+from synapse_integrations.langgraph import SynapseMemoryNodes, SynapseMemoryState  # noqa: E402
+
+pytestmark = [pytest.mark.model, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+MEMORY = "Long-term memories"
+
+
+class Recorder(FakeMessagesListChatModel):
+    """A fake tool-calling model that keeps every input it was given."""
+
+    seen: list = []
+
+    def bind_tools(self, tools, **kwargs):  # noqa: ANN001, ANN003
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # noqa: ANN001
+        self.seen.append(list(messages))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"Sunny in {city}."
+
+
+def _script() -> list[AIMessage]:
+    return [
+        AIMessage("Lisbon is lovely."),
+        AIMessage("", tool_calls=[{"name": "weather", "id": "call_1", "args": {"city": "Lisbon"}}]),
+        AIMessage("Ana lives in Lisbon, where it is sunny."),
+        AIMessage("Biscuit is a great name."),
+    ]
+
+
+QUESTIONS = ["My sister Ana moved to Lisbon last year.", "Where does Ana live, and how is the weather?",
+             "I adopted a beagle called Biscuit."]
+
+
+def _graph_layouts(pool: EnginePool, *, system_prompt: str | None, system_message: bool = True
+                   ) -> list[list[BaseMessage]]:
+    model = Recorder(seen=[], responses=_script())
+    memory = SynapseMemoryNodes(pool, k=3, system_message=system_message)
+
+    def agent(state: dict) -> dict:
+        messages = state["messages"] if system_message else memory.prompt(state, system_prompt)
+        return {"messages": [model.invoke(messages)]}
+
+    def route(state: dict) -> str:
+        return "tools" if state["messages"][-1].tool_calls else "record"
+
+    builder = StateGraph(SynapseMemoryState if not system_message else MessagesState)
+    builder.add_node("recall", memory.recall)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([weather]))
+    builder.add_node("record", memory.record)
+    builder.add_edge(START, "recall")
+    builder.add_edge("recall", "agent")
+    builder.add_conditional_edges("agent", route, ["tools", "record"])
+    builder.add_edge("tools", "agent")
+    builder.add_edge("record", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": f"t-{system_prompt}-{system_message}", "user_id": "u1"}}
+    for n, question in enumerate(QUESTIONS):
+        first = [("system", system_prompt)] if system_prompt and system_message and n == 0 else []
+        graph.invoke({"messages": [*first, ("user", question)]}, cfg)
+    return model.seen
+
+
+def _agent_layouts(pool: EnginePool, *, system_prompt: str | None) -> list[list[BaseMessage]]:
+    from langchain.agents import create_agent
+
+    from synapse_integrations.langchain import SynapseMemoryMiddleware
+
+    model = Recorder(seen=[], responses=_script())
+    agent = create_agent(model, tools=[weather], middleware=[SynapseMemoryMiddleware(pool, k=3)],
+                         system_prompt=system_prompt, checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": f"agent-{system_prompt}", "user_id": "u1"}}
+    for question in QUESTIONS:
+        agent.invoke({"messages": [HumanMessage(question)]}, cfg)
+    return model.seen
+
+
+@pytest.fixture(scope="module")
+def layouts(tmp_path_factory, embedder) -> dict[str, list[list[BaseMessage]]]:
+    pool = EnginePool(tmp_path_factory.mktemp("payloads"), embedder=embedder)
+    pool.get("user_id=u1").add_turns(demo_turns(10))
+    out = {
+        "nodes": _graph_layouts(pool, system_prompt=None),
+        "nodes+system prompt": _graph_layouts(pool, system_prompt="You are a helpful assistant."),
+        "nodes, prompt()": _graph_layouts(pool, system_prompt="You are a helpful assistant.",
+                                          system_message=False),
+        "middleware": _agent_layouts(pool, system_prompt=None),
+        "middleware+system prompt": _agent_layouts(pool, system_prompt="You are a helpful assistant."),
+    }
+    pool.close()
+    return out
+
+
+def test_layouts_have_one_leading_system_message_with_the_memories(layouts):
+    for name, calls in layouts.items():
+        assert len(calls) == 4, name  # 3 turns, one with a tool call
+        assert any(m.type == "tool" for m in calls[2]), name  # the call after the tool ran
+        assert len(calls[-1]) > 4, name  # multi-turn: the earlier turns are in the input
+        for messages in calls:
+            systems = [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)]
+            assert systems == [0], (name, [m.type for m in messages])
+            assert MEMORY in messages[0].text, name
+            if "system prompt" in name or "prompt()" in name:
+                assert messages[0].text.startswith("You are a helpful assistant."), name
+
+
+def _payload_checks() -> dict[str, Any]:
+    """provider -> function(messages) that builds the request offline and returns
+    (system text, the conversation's roles)."""
+    checks: dict[str, Any] = {}
+    try:
+        from langchain_anthropic import ChatAnthropic
+
+        anthropic = ChatAnthropic(model="claude-sonnet-4-5", api_key="x")
+
+        def anthropic_payload(messages):  # noqa: ANN001, ANN202
+            payload = anthropic._get_request_payload(messages)
+            system = payload.get("system")
+            text = system if isinstance(system, str) else " ".join(b["text"] for b in system or [])
+            return text, [m["role"] for m in payload["messages"]]
+        checks["anthropic"] = anthropic_payload
+    except ImportError:
+        pass
+    for name, module, cls, kwargs in (
+            ("openai", "langchain_openai", "ChatOpenAI", {"model": "gpt-4o-mini", "api_key": "x"}),
+            ("groq", "langchain_groq", "ChatGroq", {"model": "llama-3.1-8b-instant", "api_key": "x"}),
+            ("mistral", "langchain_mistralai", "ChatMistralAI",
+             {"model": "mistral-small-latest", "api_key": "x"}),
+            ("ollama", "langchain_ollama", "ChatOllama", {"model": "llama3.2"})):
+        try:
+            mod = __import__(module, fromlist=[cls])
+        except ImportError:
+            continue
+        chat = getattr(mod, cls)(**kwargs)
+
+        def dict_payload(messages, chat=chat, name=name):  # noqa: ANN001, ANN202
+            if name == "openai":
+                dicts = chat._get_request_payload(messages)["messages"]
+            elif name == "ollama":
+                dicts = chat._chat_params(messages)["messages"]
+            else:
+                dicts = chat._create_message_dicts(messages, None)[0]
+            roles = [d["role"] for d in dicts]
+            assert roles.count("system") + roles.count("developer") <= 1 and roles[0] in ("system", "developer")
+            return dicts[0]["content"], roles[1:]
+        checks[name] = dict_payload
+    try:
+        from langchain_google_genai import ChatGoogleGenerativeAI
+
+        gemini = ChatGoogleGenerativeAI(model="gemini-2.5-flash", google_api_key="x")
+
+        def gemini_payload(messages):  # noqa: ANN001, ANN202
+            request = gemini._prepare_request(messages)
+            system = request["config"].system_instruction
+            return " ".join(p.text for p in system.parts), [c.role for c in request["contents"]]
+        checks["google-genai"] = gemini_payload
+    except ImportError:
+        pass
+    return checks
+
+
+@pytest.mark.parametrize("provider", sorted(_payload_checks()))
+def test_every_layout_is_a_valid_request(layouts, provider):
+    build = _payload_checks()[provider]
+    for name, calls in layouts.items():
+        for messages in calls:
+            system, roles = build(messages)  # raises if the provider refuses the layout
+            assert MEMORY in system, (provider, name)
+            assert "system" not in roles, (provider, name)
+            assert roles[0] in ("user", "human"), (provider, name, roles)
+
+
+def test_the_old_layout_is_what_anthropic_refused():
+    anthropic = pytest.importorskip("langchain_anthropic")
+    chat = anthropic.ChatAnthropic(model="claude-sonnet-4-5", api_key="x")
+    old = [SystemMessage("You are helpful."), HumanMessage("Where does Ana live?"),
+           SystemMessage(f"{MEMORY} ...")]
+    with pytest.raises(ValueError, match="non-consecutive system"):
+        chat._get_request_payload(old)
