@@ -141,10 +141,10 @@ if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
     new_code_cell('''\
 from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
-from synapse_integrations.langchain import EnginePool, SynapseMemoryMiddleware, create_synapse_tools
+from synapse_integrations.langchain import EnginePool, namespace_key, SynapseMemoryMiddleware, create_synapse_tools
 
 pool = EnginePool(os.path.join(workdir, "agents"))
-pool.get("user_id=sam").add_turns(demo_turns(10))        # sam already has some history
+pool.get(namespace_key("agent", "user_id", "sam")).add_turns(demo_turns(10))        # sam already has some history
 agent = create_agent(model, tools=create_synapse_tools(pool),
                      middleware=[SynapseMemoryMiddleware(pool, k=4)],
                      system_prompt="You are a helpful assistant.", checkpointer=InMemorySaver())
@@ -166,7 +166,7 @@ print(prompts[-1][0].content if prompts else "(real model: not recorded)")'''),
 search, save, update, forget = create_synapse_tools(pool)
 sam = {"configurable": {"user_id": "sam"}}
 print(search.invoke({"query": "When does Dana start vet school?"}, sam), "\\n")
-dana = next(it.id for it in pool.get("user_id=sam").retrieve("When does Dana start vet school?", k=5).items
+dana = next(it.id for it in pool.get(namespace_key("agent", "user_id", "sam")).retrieve("When does Dana start vet school?", k=5).items
             if "September!" in it.text)                  # the user's statement the search showed
 print(update.invoke({"memory_id": dana, "text": "Dana starts vet school in October, not September."}, sam))
 print(forget.invoke({"memory_ids": ["ep-not-mine"]}, sam), "\\n")
@@ -259,7 +259,7 @@ if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
 import sqlite3
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
-from synapse_integrations.langgraph import EnginePool, SynapseMemoryNodes, SynapseMemoryState
+from synapse_integrations.langgraph import EnginePool, namespace_key, SynapseMemoryNodes, SynapseMemoryState
 
 def agent(state: SynapseMemoryState):
     return {"messages": [model.invoke(state["messages"])]}
@@ -278,7 +278,7 @@ def build_graph(pool, conn):
 
 mem_dir, db = os.path.join(workdir, "memory"), os.path.join(workdir, "checkpoints.sqlite")
 pool = EnginePool(mem_dir)
-pool.get("user_id=sam").add_turns(demo_turns(20))   # sam already has some history
+pool.get(namespace_key("agent", "user_id", "sam")).add_turns(demo_turns(20))   # sam already has some history
 conn = sqlite3.connect(db, check_same_thread=False)
 graph = build_graph(pool, conn)
 cfg = {"configurable": {"thread_id": "week-1", "user_id": "sam"}}
@@ -294,7 +294,7 @@ print("\\nmessage types in the thread:", [m.type for m in out["messages"]])   # 
     new_code_cell(EXPLAIN),
     new_code_cell('''\
 question = "Tell me about Ana and Lisbon."
-engine = pool.get("user_id=sam")
+engine = pool.get(namespace_key("agent", "user_id", "sam"))
 result = engine.retrieve(question, k=10)
 explain(result)
 plot_activated(engine, result)'''),
@@ -325,7 +325,7 @@ pool = EnginePool(mem_dir)
 conn = sqlite3.connect(db, check_same_thread=False)
 graph = build_graph(pool, conn)
 print("checkpointed messages:", len(graph.get_state(cfg).values["messages"]))
-print("episodes in SYNAPSE:  ", pool.get("user_id=sam").stats()["episodes"])
+print("episodes in SYNAPSE:  ", pool.get(namespace_key("agent", "user_id", "sam")).stats()["episodes"])
 out = graph.invoke({"messages": [{"role": "user", "content": "What's my dog Biscuit like?"}]}, cfg)
 print(out["messages"][0].content[:400])
 print("ai:", out["messages"][-1].content)'''),
@@ -377,10 +377,10 @@ if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
                       "its own memory."),
     new_code_cell('''\
 from llama_index.core.chat_engine import SimpleChatEngine
-from synapse_integrations.llama_index import EnginePool, SynapseChatMemory, SynapseMemoryBlock
+from synapse_integrations.llama_index import EnginePool, namespace_key, SynapseChatMemory, SynapseMemoryBlock
 
 pool = EnginePool(os.path.join(workdir, "llama"))
-pool.get("user_id=sam").add_turns(demo_turns(20))     # sam already has some history
+pool.get(namespace_key("agent", "user_id", "sam")).add_turns(demo_turns(20))     # sam already has some history
 # MockLLM's replies are its whole prompt: record the user's side only (roles=("user",));
 # with a real model the default records both sides
 memory = SynapseChatMemory.from_defaults(
@@ -391,7 +391,7 @@ for text in ["My sister Ana moved to Lisbon last year.", "I adopted a beagle cal
              "Who went skiing in Whistler with Sam?"]:
     reply = chat.chat(text)
 print(str(reply).split("</memory>")[0] + "</memory>")   # MockLLM echoes its prompt: the memory block
-print("\\nrecorded in sam's memory:", [e["text"][:40] for e in pool.get("user_id=sam").episodes()[20:]])'''),
+print("\\nrecorded in sam's memory:", [e["text"][:40] for e in pool.get(namespace_key("agent", "user_id", "sam")).episodes()[20:]])'''),
     new_markdown_cell("## What instrumentation shows\n\nEach recall (the block's and the retriever's) is a retrieval "
                       "span: `RetrievalStartEvent` (the query), a `SynapseGateEvent` (the gate's decision) and "
                       "`RetrievalEndEvent` (the memories), for any LlamaIndex event handler or tracing integration."),
@@ -422,7 +422,7 @@ get_dispatcher().event_handlers.remove(printer)'''),
 from llama_index.core.query_engine import RetrieverQueryEngine
 from synapse_integrations.llama_index import SynapseRetriever
 
-mem = pool.get("user_id=sam")
+mem = pool.get(namespace_key("agent", "user_id", "sam"))
 retriever = SynapseRetriever(mem, k=4)
 query_engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
 question = "Where did Sam go skiing, and with whom?"

@@ -32,7 +32,7 @@ from .errors import (
     UnknownNamespaceError,
 )
 from .firewall import FirewallConfig
-from .pool import EnginePool
+from .pool import EnginePool, namespace_key
 from .types import (
     Concept,
     ConsistencyReport,
@@ -85,4 +85,5 @@ __all__ = [
     "Turn",
     "UnknownNamespaceError",
     "__version__",
+    "namespace_key",
 ]

@@ -86,7 +86,8 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
 
     Keys: ``id``, ``kind`` (``"episode"`` / ``"concept"``), ``speaker``, ``timestamp`` (event
     time, ISO 8601 or None), ``score`` (hybrid score), ``components`` (the score's terms:
-    ``similarity``, ``activation``, ``pagerank``, ``lexical``, their ``weights``, and
+    ``similarity``, ``activation``, ``pagerank``, ``lexical``, ``distinct`` (evidence only
+    this memory holds), their ``weights``, and
     ``echo`` and ``superseded``, the demotions of an assistant echo and of an outdated
     version; plus the anchor ranks ``bm25_rank`` and ``dense_rank``), ``path`` (node ids
     along which activation reached it) and ``metadata`` (what was stored with the turn). The
@@ -100,8 +101,8 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
         "timestamp": d["timestamp"],
         "score": d["score"],
         "components": {key: d[key] for key in
-                       ("similarity", "activation", "pagerank", "lexical", "echo", "superseded",
-                        "weights", "bm25_rank", "dense_rank")},
+                       ("similarity", "activation", "pagerank", "lexical", "distinct", "echo",
+                        "superseded", "weights", "bm25_rank", "dense_rank")},
         "path": d["path"],
         "concepts": d["concepts"],
         "superseded_by": d["superseded_by"],

@@ -91,14 +91,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-_SHORT = {"similarity": "cos", "activation": "act", "pagerank": "pr", "lexical": "lex"}
+_SHORT = {"similarity": "cos", "activation": "act", "pagerank": "pr", "lexical": "lex",
+          "distinct": "only"}
 
 
 def _score_line(c: Any, score: float) -> str:
     """``score 0.612 = 0.5 x cos 0.80 + ...``: every term of the score, with its weight."""
     if c.weights is None:
         return f"score {score:.3f} (the model's own score)"
-    parts = [f"{w:g} x {_SHORT[name]} {getattr(c, name):.2f}" for name, w in c.weights.items() if w]
+    parts = [f"{w:g} x {_SHORT.get(name, name)} {getattr(c, name):.2f}" for name, w in c.weights.items() if w]
     parts += [f"{name} {value:+.2f}" for name, value in (("echo", c.echo), ("superseded", c.superseded))
               if value]
     return f"score {score:.3f} = " + " + ".join(parts)

@@ -41,7 +41,8 @@ from .errors import InvalidInputError, InvalidTypeError, NamespaceError
 logger = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_MAX_OPEN", "EnginePool", "NamespaceKey", "escape_value",
-           "namespace_from_configurable", "namespace_key", "parse_namespace_key", "unescape_value"]
+           "namespace_from_configurable", "namespace_key", "parse_namespace_key", "typed_key",
+           "unescape_value"]
 
 #: Engines an :class:`EnginePool` keeps open at most (least recently used closed first).
 DEFAULT_MAX_OPEN = 64
@@ -101,6 +102,27 @@ def parse_namespace_key(namespace: str) -> tuple[str, str, str] | None:
     """``(adapter, kind, value)`` of a namespace built by :func:`namespace_key`, else None."""
     m = _KEY_RE.match(namespace)
     return None if m is None else (m.group(1), m.group(2), unescape_value(m.group(3)))
+
+
+def typed_key(namespace: str) -> NamespaceKey:
+    """A key :func:`namespace_key` built, received as plain text (a server's request), as a
+    :class:`NamespaceKey` again; :class:`InvalidInputError` unless ``namespace_key`` builds
+    exactly this string (so no text can name a key the adapters would not build).
+
+    >>> typed_key("@agent:user_id:alice") == namespace_key("agent", "user_id", "alice")
+    True
+    """
+    parsed = parse_namespace_key(namespace) if isinstance(namespace, str) else None
+    key = None
+    if parsed is not None:
+        try:
+            key = namespace_key(*parsed)
+        except (InvalidInputError, InvalidTypeError):
+            key = None
+    if key is None or key != namespace:
+        raise InvalidInputError(f"{str(namespace)[:80]!r} is not an adapter key "
+                                f"'@<adapter>:<kind>:<value>' as namespace_key builds it")
+    return key
 
 
 def _legacy_name(key: str) -> str | None:

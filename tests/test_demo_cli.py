@@ -59,10 +59,10 @@ def test_version_and_the_demo_shows_every_score_term(memory, capsys):
     assert len(lines) == 3
     for line in lines:
         m = re.search(r"score (\d\.\d{3}) = 0\.5 x cos (-?\d\.\d\d) \+ 0\.3 x act (\d\.\d\d) "
-                      r"\+ 0\.1 x pr (\d\.\d\d) \+ 0\.3 x lex (\d\.\d\d)", line)
+                      r"\+ 0\.1 x pr (\d\.\d\d) \+ 0\.3 x lex (\d\.\d\d) \+ 1 x only (\d\.\d\d)", line)
         assert m, line
-        score, cos, act, pr, lex = map(float, m.groups())
-        assert 0.5 * cos + 0.3 * act + 0.1 * pr + 0.3 * lex == pytest.approx(score, abs=0.006)
+        score, cos, act, pr, lex, only = map(float, m.groups())
+        assert 0.5 * cos + 0.3 * act + 0.1 * pr + 0.3 * lex + only == pytest.approx(score, abs=0.006)
 
 
 def test_console_scripts():

@@ -72,7 +72,7 @@ def test_documents_carry_metadata(demo_engine):
     meta = docs[0].metadata
     assert set(meta) >= {"id", "kind", "speaker", "timestamp", "score", "components", "path"}
     assert meta["kind"] == "episode" and meta["timestamp"].startswith("2024-")
-    assert set(meta["components"]) == {"similarity", "activation", "pagerank", "lexical", "echo",
+    assert set(meta["components"]) == {"similarity", "activation", "pagerank", "lexical", "distinct", "echo",
                                        "superseded", "weights", "bm25_rank", "dense_rank"}
     assert docs[0].id == meta["id"]
 
@@ -88,7 +88,8 @@ def test_shown_score_terms_add_up_to_the_score(demo_engine):
     for d in docs:
         c = d.metadata["components"]
         assert c["weights"] == weights
-        total = sum(c["weights"][n] * c[n] for n in ("similarity", "activation", "pagerank", "lexical"))
+        total = sum(c["weights"][n] * c[n] for n in ("similarity", "activation", "pagerank", "lexical",
+                                                     "distinct"))
         assert total + c["echo"] + c["superseded"] == pytest.approx(d.metadata["score"], abs=1e-9)
         assert sum(score_terms(c).values()) == pytest.approx(d.metadata["score"], abs=1e-9)
     item = demo_engine.retrieve(ANSWERABLE, k=3).items[0]
@@ -301,7 +302,7 @@ def test_every_langchain_recall_is_a_traced_retriever_run(demo_engine, tmp_path,
     from langchain.agents import create_agent
 
     pool = EnginePool(tmp_path, embedder=embedder)
-    pool.get("user_id=u1").add_turns(demo_turns(10))
+    pool.get(namespace_key("agent", "user_id", "u1")).add_turns(demo_turns(10))
     model = ToolCallingFake(seen=[], responses=[AIMessage("Whistler."), AIMessage("No idea.")])
     agent = create_agent(model, middleware=[SynapseMemoryMiddleware(pool, k=3)])
     events = _Events()
@@ -318,7 +319,7 @@ async def test_async_middleware_recall_is_traced_and_rejection_shown(tmp_path, e
     from langchain.agents import create_agent
 
     pool = EnginePool(tmp_path, embedder=embedder)
-    pool.get("user_id=u1").add_turns(demo_turns(10))
+    pool.get(namespace_key("agent", "user_id", "u1")).add_turns(demo_turns(10))
     agent = create_agent(ToolCallingFake(seen=[], responses=[AIMessage("No idea.")]),
                          middleware=[SynapseMemoryMiddleware(pool, k=3)])
     events = _Events()
@@ -363,7 +364,7 @@ async def test_middleware_roles_and_echoes_rank_below_the_users_statement(tmp_pa
                         middleware=[SynapseMemoryMiddleware(pool)])
     both.invoke({"messages": [HumanMessage("My sister Ana moved to Lisbon last year.")]},
                 {"configurable": {"user_id": "both"}})
-    mem = pool.get("user_id=both")
+    mem = pool.get(namespace_key("agent", "user_id", "both"))
     user_ep, echo_ep = mem.episodes()
     assert echo_ep["metadata"]["echo_of"] == user_ep["id"]  # marked at ingestion
     result = mem.retrieve("Where does Ana live?", k=5)
@@ -379,7 +380,7 @@ async def test_middleware_roles_and_echoes_rank_below_the_users_statement(tmp_pa
                              middleware=[SynapseMemoryMiddleware(pool, roles=("user",))])
     await user_only.ainvoke({"messages": [HumanMessage("My sister Ana moved to Lisbon last year.")]},
                             {"configurable": {"user_id": "user-only"}})
-    assert [e["text"] for e in pool.get("user_id=user-only").episodes()] == [
+    assert [e["text"] for e in pool.get(namespace_key("agent", "user_id", "user-only")).episodes()] == [
         "My sister Ana moved to Lisbon last year."]
     pool.close()
 
@@ -397,25 +398,25 @@ def test_memory_tools_update_and_forget_in_the_callers_namespace(tmp_path, embed
         save.invoke({"text": fact}, u1)
     save.invoke({"text": "Bo lives in Oslo."}, u2)
     found = search.invoke({"query": "Where does Ana live?"}, u1)
-    ana = pool.get("user_id=u1").retrieve("Where does Ana live?", k=1).items[0].id
+    ana = pool.get(namespace_key("agent", "user_id", "u1")).retrieve("Where does Ana live?", k=1).items[0].id
     assert f"(id: {ana})" in found and "Lisbon" in found
-    other = pool.get("user_id=u2").episodes()[0]["id"]
+    other = pool.get(namespace_key("agent", "user_id", "u2")).episodes()[0]["id"]
     assert update.invoke({"memory_id": other, "text": "Bo lives in Rome."}, u1).startswith("Refused")
     assert forget.invoke({"memory_ids": [other]}, u1).startswith("Refused")
-    assert pool.get("user_id=u2").contains(other)  # another user's memory is out of reach
+    assert pool.get(namespace_key("agent", "user_id", "u2")).contains(other)  # another user's memory is out of reach
 
     answer = update.invoke({"memory_id": ana, "text": "Ana moved to Porto."}, u1)
     assert answer.startswith(f"Updated memory {ana}")
-    ranked = pool.get("user_id=u1").retrieve("Where does Ana live?", k=5).items
+    ranked = pool.get(namespace_key("agent", "user_id", "u1")).retrieve("Where does Ana live?", k=5).items
     texts = [it.text for it in ranked]
     assert texts.index("Ana moved to Porto.") < texts.index("Ana lives in Lisbon.")
     old = next(it for it in ranked if it.id == ana)
     assert old.components.superseded < 0  # shown as a score term
     assert sum(old.components.terms().values()) == pytest.approx(old.score)
 
-    miso = pool.get("user_id=u1").retrieve("dog", k=1).items[0].id
+    miso = pool.get(namespace_key("agent", "user_id", "u1")).retrieve("dog", k=1).items[0].id
     assert forget.invoke({"memory_ids": [miso]}, u1) == "Forgot 1 memory item(s)"
-    assert not pool.get("user_id=u1").contains(miso)
+    assert not pool.get(namespace_key("agent", "user_id", "u1")).contains(miso)
     assert forget.invoke({"memory_ids": ["ep-nope"]}, u1).startswith("Refused")
     pool.close()
 

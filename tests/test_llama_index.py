@@ -25,7 +25,7 @@ from llama_index.core.instrumentation.events.retrieval import (  # noqa: E402
 from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata  # noqa: E402
 from llama_index.core.llms.callbacks import llm_completion_callback  # noqa: E402
 
-from synapse_integrations import Synapse  # noqa: E402
+from synapse_integrations import Synapse, namespace_key  # noqa: E402
 from synapse_integrations.llama_index import (  # noqa: E402
     EnginePool,
     SynapseChatMemory,
@@ -173,14 +173,14 @@ async def test_memory_block_per_user_routing_and_roles(tmp_path, embedder):
             session_id=f"{user}-monday", memory_blocks=[SynapseMemoryBlock(engine=pool, user_id=user)])
         chat = SimpleChatEngine.from_defaults(llm=ScriptedLLM(replies=["Noted."], prompts=[]), memory=memory)
         await chat.achat(fact)
-    assert pool.namespaces() == ["user_id=ana", "user_id=bo"]
-    assert [e["text"] for e in pool.get("user_id=bo").episodes()] == ["I live in Oslo.", "Noted."]
+    assert pool.namespaces() == [namespace_key("agent", "user_id", "ana"), namespace_key("agent", "user_id", "bo")]
+    assert [e["text"] for e in pool.get(namespace_key("agent", "user_id", "bo")).episodes()] == ["I live in Oslo.", "Noted."]
     # no user id: one memory per LlamaIndex session
     session_block = SynapseMemoryBlock(engine=pool, roles=("user",))
     memory = SynapseChatMemory.from_defaults(session_id="s9", memory_blocks=[session_block])
     chat = SimpleChatEngine.from_defaults(llm=ScriptedLLM(replies=["Noted."], prompts=[]), memory=memory)
     chat.chat("I play the cello.")
-    assert [e["text"] for e in pool.get("session_id=s9").episodes()] == ["I play the cello."]
+    assert [e["text"] for e in pool.get(namespace_key("agent", "session_id", "s9")).episodes()] == ["I play the cello."]
     pool.close()
 
 

@@ -29,6 +29,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode  # noqa: E402
 
 from synapse_integrations._adapter_utils import EnginePool  # noqa: E402
+from synapse_integrations.pool import namespace_key  # noqa: E402
 from synapse_integrations.langgraph import SynapseMemoryNodes, SynapseMemoryState  # noqa: E402
 
 pytestmark = [pytest.mark.model, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -115,7 +116,7 @@ def _agent_layouts(pool: EnginePool, *, system_prompt: str | None) -> list[list[
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory, embedder) -> dict[str, list[list[BaseMessage]]]:
     pool = EnginePool(tmp_path_factory.mktemp("payloads"), embedder=embedder)
-    pool.get("user_id=u1").add_turns(demo_turns(10))
+    pool.get(namespace_key("agent", "user_id", "u1")).add_turns(demo_turns(10))
     out = {
         "nodes": _graph_layouts(pool, system_prompt=None),
         "nodes+system prompt": _graph_layouts(pool, system_prompt="You are a helpful assistant."),

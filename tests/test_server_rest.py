@@ -135,8 +135,11 @@ def test_filters_and_the_gate_decision(server, remote):
                            "where": {"topic": {"$in": ["ski", "pets"]}}}).json()
     assert {it["id"] for it in raw["items"]} <= {"t3", "t4", "t6"} and raw["items"]
     assert raw["gate"]["decision"] in ("accepted", "rejected") and "gate_tau" in raw["gate"]["reason"]
-    assert set(raw["items"][0]["components"]) == {"similarity", "activation", "pagerank", "bm25_rank",
-                                                  "dense_rank", "lexical"}
+    comps = raw["items"][0]["components"]  # every term of the score, and the weights that add it up
+    assert set(comps) == {"similarity", "activation", "pagerank", "bm25_rank", "dense_rank", "lexical",
+                          "distinct", "echo", "superseded", "weights"}
+    total = sum(w * comps[name] for name, w in comps["weights"].items()) + comps["echo"] + comps["superseded"]
+    assert total == pytest.approx(raw["items"][0]["score"], abs=1e-9)
     nothing = remote.retrieve_explained("zzz qqq xxx", k=3)
     assert nothing["rejected"] and nothing["gate"]["decision"] == "rejected"
     assert "below gate_tau" in nothing["gate"]["reason"] or "no candidate" in nothing["gate"]["reason"]

@@ -12,7 +12,7 @@ middleware and agent tools. Needs ``pip install 'synapse-integrations[langchain]
 from __future__ import annotations
 
 from .._adapter_utils import require
-from ..pool import EnginePool
+from ..pool import EnginePool, namespace_key
 
 require("langchain_core", "langchain")
 
@@ -23,6 +23,7 @@ from .retrievers import SynapseRetriever, format_documents  # noqa: E402
 
 __all__ = [
     "EnginePool",
+    "namespace_key",
     "SynapseChatMessageHistory",
     "SynapseMemory",
     "SynapseMemoryMiddleware",

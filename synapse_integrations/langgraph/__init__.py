@@ -11,12 +11,12 @@ Needs ``pip install 'synapse-integrations[langgraph]'``.
 from __future__ import annotations
 
 from .._adapter_utils import require
-from ..pool import EnginePool
+from ..pool import EnginePool, namespace_key
 
 require("langgraph", "langgraph")
 
 from .nodes import MEMORY_MESSAGE_ID, SynapseMemoryNodes, SynapseMemoryState, with_memories  # noqa: E402
 from .store import SynapseStore  # noqa: E402
 
-__all__ = ["MEMORY_MESSAGE_ID", "EnginePool", "SynapseMemoryNodes", "SynapseMemoryState", "SynapseStore",
+__all__ = ["MEMORY_MESSAGE_ID", "EnginePool", "namespace_key", "SynapseMemoryNodes", "SynapseMemoryState", "SynapseStore",
            "with_memories"]

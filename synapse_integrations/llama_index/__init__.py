@@ -10,12 +10,12 @@ Needs ``pip install 'synapse-integrations[llamaindex]'``.
 from __future__ import annotations
 
 from .._adapter_utils import require
-from ..pool import EnginePool
+from ..pool import EnginePool, namespace_key
 
 require("llama_index.core", "llamaindex")
 
 from .memory import SynapseChatMemory, SynapseMemoryBlock  # noqa: E402
 from .retrievers import SynapseGateEvent, SynapseRetriever  # noqa: E402
 
-__all__ = ["EnginePool", "SynapseChatMemory", "SynapseGateEvent", "SynapseMemoryBlock",
+__all__ = ["EnginePool", "namespace_key", "SynapseChatMemory", "SynapseGateEvent", "SynapseMemoryBlock",
            "SynapseRetriever"]

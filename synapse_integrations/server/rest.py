@@ -141,6 +141,10 @@ class ComponentsOut(BaseModel):
     bm25_rank: Optional[int] = None
     dense_rank: Optional[int] = None
     lexical: float = 0.0
+    distinct: float = 0.0
+    echo: float = 0.0
+    superseded: float = 0.0
+    weights: Optional[dict[str, float]] = None
 
 
 class ItemOut(BaseModel):

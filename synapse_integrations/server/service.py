@@ -46,7 +46,7 @@ from ..errors import (
     SynapseError,
     UnknownNamespaceError,
 )
-from ..pool import EnginePool
+from ..pool import EnginePool, typed_key
 from ..storage.lock import DirectoryLock
 from ..types import RetrievalResult
 from . import wire
@@ -183,13 +183,18 @@ class MemoryService:
     # -- namespaces ----------------------------------------------------------------------
     def engine(self, namespace: Any, *, create: bool = False) -> Any:
         """The engine of ``namespace`` (validated); :class:`UnknownNamespaceError` unless it
-        exists or ``create``."""
+        exists or ``create``. A name starting with ``@`` is an adapter's typed key (a
+        :class:`RemotePool` sends the keys its adapters build); it must be one
+        :func:`~synapse_integrations.pool.namespace_key` builds."""
         ns = validate_namespace(namespace)
+        if ns.startswith("@"):
+            ns = typed_key(ns)
         with self._lock:
-            if ns not in self._known and not create:
+            name = self.pool.resolve(ns)
+            if name not in self._known and not create:
                 raise UnknownNamespaceError(
                     f"no memory named {ns!r} on this server (storing a turn creates it)")
-            self._known.add(ns)
+            self._known.add(name)
         return self.pool.get(ns)
 
     def create(self, namespace: Any) -> bool:
