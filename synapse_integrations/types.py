@@ -217,6 +217,28 @@ class ConsistencyReport:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class FeedbackReport:
+    """What one call of :meth:`Synapse.feedback` learned.
+
+    ``graph`` names the graph whose weights changed: ``"memory"`` (the episodic-semantic
+    graph, for ``synapse`` and ``ppr``), a model's derived graph (``"evermind"``: its k-NN
+    graph), or ``None`` when the configured model has no weighted graph to learn
+    (``synaptic``, ``mnemos``). ``strengthened`` / ``weakened`` count the edges whose
+    signal was +1 / -1 (Evermind's Eq. 2), ``created`` the links made between used
+    memories that had none (Evermind's ``learn_links`` option).
+    """
+
+    query: str
+    model: str
+    graph: str | None
+    used: tuple[str, ...]
+    unused: tuple[str, ...]
+    strengthened: int = 0
+    weakened: int = 0
+    created: int = 0
+
+
 # ---------------------------------------------------------------------------------------
 # Protocols
 # ---------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update` (:mod:`.
                     :mod:`.validation`)
 consolidation       :meth:`consolidate` (:mod:`.consolidation`)
 archive             :meth:`archive`, :meth:`archived`, :meth:`restore`
-retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`search_vectors`
-                    (:mod:`.retrieval`, :mod:`.models`)
+retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`search_vectors`,
+                    :meth:`feedback` (:mod:`.retrieval`, :mod:`.models`, :mod:`.feedback`)
 forgetting          :meth:`forget` (:mod:`.forgetting`, :mod:`..storage.journal`)
 consistency         :meth:`verify`, :meth:`repair` (:mod:`.consistency`)
 inspection          :meth:`get`, :meth:`contains`, :meth:`episodes`, :meth:`stats`,
@@ -59,8 +59,8 @@ from ..storage.chroma import ChromaVectors, close_client, list_namespaces, persi
 from ..storage.journal import ForgetJournal
 from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
-from ..types import ConsistencyReport, ConsolidationReport, RetrievalResult
-from . import consistency, forgetting
+from ..types import ConsistencyReport, ConsolidationReport, FeedbackReport, RetrievalResult
+from . import consistency, feedback as usage, forgetting
 from .consolidation import Consolidator, NameVectors
 from .events import EventBus
 from .extraction import OfflineExtractor
@@ -553,6 +553,22 @@ class Synapse(AsyncTwins):
             for activated in out.activated:  # the one thing a read records: for dormancy
                 self._consolidator.dormancy.observe(activated)
             return out.result
+
+    def feedback(self, query: str, used_ids: Sequence[str], unused_ids: Sequence[str] = (), *,
+                 config: SynapseConfig | None = None, alpha: float = usage.DEFAULT_ALPHA
+                 ) -> FeedbackReport:
+        """Learn from which memories an answer to ``query`` used and which it did not
+        (Evermind's learned edge weights, ``w <- clip(w + alpha * signal, 0, 1)`` on the
+        configured model's graph: :mod:`.feedback`). Durable with the next snapshot.
+
+        >>> mem.feedback("Who came skiing?", used_ids=[res.items[0].id])   # doctest: +SKIP
+        """
+        check_query(query)
+        used, unused, alpha = usage.check(used_ids, unused_ids, alpha, config)
+        qv = np.asarray(self._embedder.embed_query(query), dtype=np.float32)
+        with self._lock:
+            return usage.learn(self._open_state(), self._retriever, query, qv, used, unused,
+                               config or self.config, alpha=alpha)
 
     def search_vectors(self, q: np.ndarray, k: int, *, kind: str | None = None
                        ) -> tuple[list[str], np.ndarray]:

@@ -10,13 +10,19 @@ Node attributes: ``kind`` ("episode" | "concept"), ``text``, ``seq`` (creation o
 episodes: ``speaker``, ``ts`` (event time, epoch seconds), ``ingest_ts``, ``metadata``;
 concepts: ``name``, ``ctype``, ``confidence``, ``attributes``, ``mentions``, ``aliases``.
 Edge attributes: ``kind`` ("temporal" | "abstraction" | "association" | "relation"),
-``weight``, and ``rel`` for relation edges.
+``weight``, ``rel`` for relation edges, and ``learned: True`` on an edge whose weight usage
+feedback set (:meth:`MemoryGraph.set_edge_weights`): consolidation never changes that
+weight again, nor prunes the edge.
+
+Learned weights of graphs that are *derived* from the memory rather than stored in it
+(Evermind's k-NN graph) live in :attr:`MemoryGraph.learned`, ``{graph name: {(src id, dst
+id): weight}}``, persisted with the graph and handed to the models through the view.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +73,8 @@ class Compiled:
     is_episode: np.ndarray
     # attribute name -> value per node (aligned with ids); None when built from arrays
     node_attr: Callable[[str, Any], list[Any]] | None = None
+    #: learned weights of derived graphs, ``{graph: {(src id, dst id): weight}}`` (read only)
+    learned: Mapping[str, Mapping[tuple[str, str], float]] = field(default_factory=dict)
     _matrices: dict[tuple[bool, float], sp.csr_array] = field(default_factory=dict)
     _pagerank: tuple[dict[str, float], np.ndarray] | None = None
     _derived: dict[str, Any] = field(default_factory=dict)
@@ -117,6 +125,12 @@ class Compiled:
         if positions_map is not None:  # depends only on src/dst, which did not change
             self._derived["edge-positions"] = positions_map
 
+    def drop_derived(self, prefix: str) -> None:
+        """Forget the derived structures whose key starts with ``prefix`` (rebuilt when next
+        asked): after a learned-weight update of one model's graph."""
+        for key in [k for k in self._derived if k.startswith(prefix)]:
+            del self._derived[key]
+
     def derived(self, key: str, build: Callable[[Compiled], Any]) -> Any:
         """A structure derived from this view (a model's k-NN graph, say), built once per
         view by ``build(view)`` and dropped with it when the graph changes."""
@@ -156,6 +170,8 @@ class MemoryGraph:
         # archived nodes live in the namespace's archive collection in Chroma
         self.archive: dict[str, dict[str, Any]] = {}
         self.pagerank: dict[str, float] = {}
+        # learned weights of derived graphs: {graph name: {(src id, dst id): weight}}
+        self.learned: dict[str, dict[tuple[str, str], float]] = {}
         self._seq = 0
         self._compiled: Compiled | None = None
         # node ids by kind, in graph (insertion) order; derived, kept in step by the
@@ -226,26 +242,29 @@ class MemoryGraph:
         self.invalidate()
 
     def add_edge(self, u: str, v: str, *, kind: str, weight: float, **attrs: Any) -> None:
-        """Add (or strengthen to the max weight) the edge u -> v."""
+        """Add (or strengthen to the max weight) the edge u -> v. An edge whose weight was
+        learned from feedback (``learned``) keeps its weight and kind: what usage taught is
+        never undone by consolidation seeing the pair again."""
         if u == v:
             return
         if self.g.has_edge(u, v):
             data = self.g.edges[u, v]
-            if weight > data["weight"]:
+            if weight > data["weight"] and not data.get("learned"):
                 data.update(kind=kind, weight=float(weight), **attrs)
         else:
             self.g.add_edge(u, v, kind=kind, weight=float(weight), **attrs)
         self.invalidate()
 
     def set_edge_weights(self, edges: Sequence[tuple[str, str]], weights: Sequence[float]) -> int:
-        """Set the weight of existing edges ``u -> v`` (a learned update); unlike
-        :meth:`add_edge` a lower weight is kept. The compiled view, when there is one, is
-        updated in place instead of rebuilt. Returns the number of edges changed; edges
-        that do not exist are skipped."""
+        """Set the weight of existing edges ``u -> v`` (a learned update) and mark them
+        ``learned``: unlike :meth:`add_edge` a lower weight is kept, and consolidation
+        leaves the edge alone from then on (:meth:`add_edge`, :meth:`prune_incoming`). The
+        compiled view, when there is one, is updated in place instead of rebuilt. Returns
+        the number of edges changed; edges that do not exist are skipped."""
         changed: list[tuple[str, str, float]] = []
         for (u, v), w in zip(edges, weights):
             if self.g.has_edge(u, v):
-                self.g.edges[u, v]["weight"] = float(w)
+                self.g.edges[u, v].update(weight=float(w), learned=True)
                 changed.append((u, v, float(w)))
         c = self._compiled
         if changed and c is not None:
@@ -254,9 +273,26 @@ class MemoryGraph:
                           np.array([w for _, _, w in changed]))
         return len(changed)
 
+    def set_learned(self, graph: str, pairs: Sequence[tuple[str, str]],
+                    weights: Sequence[float]) -> int:
+        """Record learned weights of the derived graph ``graph`` (a model's, e.g.
+        ``"evermind"``) for the pairs ``(src id, dst id)`` of active nodes; the compiled
+        view drops that model's derived structures (``"<graph>."`` keys) so the next query
+        rebuilds them with the new weights. Returns the number of pairs recorded."""
+        table = self.learned.setdefault(graph, {})
+        n = 0
+        for (u, v), w in zip(pairs, weights):
+            if u in self.g and v in self.g and u != v:
+                table[(u, v)] = float(w)
+                n += 1
+        if n and self._compiled is not None:
+            self._compiled.drop_derived(f"{graph}.")
+        return n
+
     def prune_incoming(self, nodes: Iterable[str], top_k: int) -> int:
         """Keep only the ``top_k`` strongest incoming edges of each node; ties keep the
-        edge from the newer source (higher ``seq``). Returns the number of edges removed."""
+        edge from the newer source (higher ``seq``). Learned edges (feedback) are never
+        pruned and count toward ``top_k``. Returns the number of edges removed."""
         removed = 0
         for v in nodes:
             if v not in self.g:
@@ -264,8 +300,9 @@ class MemoryGraph:
             preds = list(self.g.in_edges(v, data=True))
             if len(preds) <= top_k:
                 continue
-            preds.sort(key=lambda e: (e[2]["weight"], self.g.nodes[e[0]]["seq"]), reverse=True)
-            drop = [(u, v) for u, v, _ in preds[top_k:]]
+            preds.sort(key=lambda e: (bool(e[2].get("learned")), e[2]["weight"],
+                                      self.g.nodes[e[0]]["seq"]), reverse=True)
+            drop = [(u, v) for u, v, d in preds[top_k:] if not d.get("learned")]
             self.g.remove_edges_from(drop)
             removed += len(drop)
         if removed:
@@ -285,6 +322,9 @@ class MemoryGraph:
             if self.archive.pop(i, None) is not None:
                 gone.append(i)
         gone_set = set(gone)
+        for table in self.learned.values():  # a forgotten node takes its learned links along
+            for pair in [p for p in table if p[0] in gone_set or p[1] in gone_set]:
+                del table[pair]
         for rec in self.archive.values():  # drop archived edges that point at removed nodes
             rec["edges"] = [e for e in rec["edges"] if e[0] not in gone_set and e[1] not in gone_set]
         if gone:
@@ -357,7 +397,8 @@ class MemoryGraph:
             nodes = self.g.nodes
             self._compiled = Compiled(
                 ids, index, emb, src, dst, w, is_ep,
-                node_attr=lambda name, default: [nodes[n].get(name, default) for n in ids])
+                node_attr=lambda name, default: [nodes[n].get(name, default) for n in ids],
+                learned=self.learned)
         return self._compiled
 
     def refresh_pagerank(self, *, damping: float) -> None:
@@ -380,6 +421,8 @@ class MemoryGraph:
             "archive": self.archive,
             "pagerank": self.pagerank,
             "seq": self._seq,
+            "learned": {name: [[u, v, w] for (u, v), w in table.items()]
+                        for name, table in self.learned.items() if table},
         }
 
     @classmethod
@@ -403,5 +446,15 @@ class MemoryGraph:
             raise SnapshotError("graph snapshot archive/pagerank sections are malformed")
         mg.archive = archive
         mg.pagerank = {str(k): float(v) for k, v in pagerank.items()}
+        learned = data.get("learned", {})
+        if not isinstance(learned, dict) or not all(
+                isinstance(rows, list) and all(isinstance(r, list) and len(r) == 3
+                                               and isinstance(r[0], str) and isinstance(r[1], str)
+                                               and isinstance(r[2], (int, float))
+                                               and not isinstance(r[2], bool) for r in rows)
+                for rows in learned.values()):
+            raise SnapshotError("graph snapshot learned-weights section is malformed")
+        mg.learned = {str(name): {(u, v): float(w) for u, v, w in rows}
+                      for name, rows in learned.items()}
         mg.note_seq(int(data.get("seq", mg.g.number_of_nodes())))
         return mg

@@ -273,6 +273,17 @@ class MemoryState:
         """Add (or strengthen to the max weight) the edge ``u -> v``."""
         self.graph.add_edge(u, v, kind=kind, weight=weight, **attrs)
 
+    def learn_weights(self, graph: str, pairs: Sequence[tuple[str, str]],
+                      weights: Sequence[float]) -> int:
+        """Learned edge weights from usage feedback (:mod:`.feedback`): on the memory
+        graph's own edges (``graph="memory"``, marked ``learned``) or in a model's table of
+        learned weights for its derived graph. Returns how many were recorded."""
+        if graph == "memory":
+            n = self.graph.set_edge_weights(pairs, weights)
+            self.stale_pagerank = self.stale_pagerank or n > 0
+            return n
+        return self.graph.set_learned(graph, pairs, weights)
+
     def prune_incoming(self, nodes: Sequence[str], top_k: int) -> int:
         """Keep the ``top_k`` strongest incoming edges of each node; returns edges removed."""
         return self.graph.prune_incoming(nodes, top_k)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ..types import ConsistencyReport, ConsolidationReport, RetrievalResult
+from ..types import ConsistencyReport, ConsolidationReport, FeedbackReport, RetrievalResult
 
 __all__ = ["AsyncTwins"]
 
@@ -61,6 +61,11 @@ class AsyncTwins:
     async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve` (same keyword arguments)."""
         return await self._run(self.retrieve, query, k, **kwargs)
+
+    async def afeedback(self, query: str, used_ids: Sequence[str],
+                        unused_ids: Sequence[str] = (), **kwargs: Any) -> FeedbackReport:
+        """Async twin of :meth:`feedback`."""
+        return await self._run(self.feedback, query, used_ids, unused_ids, **kwargs)
 
     async def aforget(self, ids: Sequence[str] | None = None, **kwargs: Any) -> list[str]:
         """Async twin of :meth:`forget`."""

@@ -411,6 +411,8 @@ def validate_snapshot(manifest: dict[str, Any], files: dict[str, Any], *, namesp
             raise SnapshotError(f"graph snapshot edge {u!r}->{v!r} has {problem}")
     if not all(_unit(p) for p in mg.pagerank.values()):
         raise SnapshotError("graph snapshot holds a PageRank outside [0, 1] (or NaN)")
+    if not all(_unit(w) for table in mg.learned.values() for w in table.values()):
+        raise SnapshotError("graph snapshot holds a learned weight outside [0, 1] (or NaN)")
     for n, rec in mg.archive.items():
         if not (isinstance(rec, dict) and isinstance(rec.get("node"), dict)
                 and isinstance(rec.get("edges"), list)

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...errors import ConfigError
-from .base import Activation, Query, RetrievalModel
+from .base import Activation, LearnableEdges, LearnsEdges, Query, RetrievalModel
 from .evermind import EvermindModel
 from .mnemos import MnemosModel
 from .ppr import PPRModel
 from .synapse import SynapseModel
 from .synaptic import SynapticModel
 
-__all__ = ["Activation", "Query", "RetrievalModel", "get_model", "model_names", "register", "unregister"]
+__all__ = ["Activation", "LearnableEdges", "LearnsEdges", "Query", "RetrievalModel", "get_model", "model_names", "register", "unregister"]
 
 _REGISTRY: dict[str, Callable[[], RetrievalModel]] = {}
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
     from ..graph import Compiled as GraphView
 
-__all__ = ["Activation", "Query", "RetrievalModel"]
+__all__ = ["Activation", "LearnableEdges", "LearnsEdges", "Query", "RetrievalModel"]
 
 
 @dataclass(frozen=True)
@@ -86,4 +86,35 @@ class RetrievalModel(Protocol):
 
     def activate(self, view: GraphView, query: Query, config: SynapseConfig) -> Activation:
         """Activation of every node of ``view`` for ``query``."""
+        ...
+
+
+@dataclass(frozen=True)
+class LearnableEdges:
+    """The weighted edges a model spreads over, for usage feedback
+    (:mod:`synapse_integrations.core.feedback`).
+
+    Attributes:
+        graph: where learned weights are kept: ``"memory"`` (the memory graph's own
+            edges, marked ``learned``) or a model's name (a derived graph: its learned
+            weights live in ``MemoryGraph.learned[graph]`` and reach the model through
+            ``view.learned``).
+        src, dst, weight: the edges in view indices, with their current weights (learned
+            ones included).
+        grow: whether +1 feedback on two used memories without a link creates one.
+    """
+
+    graph: str
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    grow: bool = False
+
+
+@runtime_checkable
+class LearnsEdges(Protocol):
+    """A model whose edge weights usage feedback can change."""
+
+    def learnable_edges(self, view: GraphView, config: SynapseConfig) -> LearnableEdges:
+        """The edges ``activate`` spreads over for ``config``, with their current weights."""
         ...

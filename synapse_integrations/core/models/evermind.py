@@ -38,7 +38,7 @@ from ..dynamics import propagation_matrix
 from ..scoring import top_k
 from . import _params as prm
 from ._neighbors import NeighborIndex, NeighborTable, neighbor_table
-from .base import Activation, Query
+from .base import Activation, LearnableEdges, Query
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
@@ -56,6 +56,7 @@ __all__ = [
     "spread_with_parents",
     "update_edge_weights",
     "update_edge_weights_reference",
+    "with_learned_weights",
 ]
 
 
@@ -315,6 +316,45 @@ def update_edge_weights_reference(src: np.ndarray, dst: np.ndarray, weight: np.n
     return np.array(out, dtype=np.float64)
 
 
+def with_learned_weights(src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
+                         learned_src: np.ndarray, learned_dst: np.ndarray,
+                         learned_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The k-NN edges with the learned weights applied: a learned pair that is an edge
+    takes its learned weight; one that is not (a link feedback created, or a k-NN link
+    the graph lost as it grew) is added. Sorted by (src, dst).
+
+    >>> [a.tolist() for a in with_learned_weights(np.array([0, 1]), np.array([1, 0]),
+    ...     np.array([0.5, 0.5]), np.array([1, 2]), np.array([0, 0]), np.array([0.9, 0.1]))]
+    [[0, 1, 2], [1, 0, 0], [0.5, 0.9, 0.1]]
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    weight = np.array(weight, dtype=np.float64)
+    ls = np.asarray(learned_src, dtype=np.int64)
+    ld = np.asarray(learned_dst, dtype=np.int64)
+    lw = np.asarray(learned_weight, dtype=np.float64)
+    if not (src.shape == dst.shape == weight.shape and ls.shape == ld.shape == lw.shape):
+        raise InvalidInputError("edge arrays and learned arrays must each have one length")
+    if ls.size == 0:
+        return src, dst, weight
+    m = int(max(src.max(initial=-1), dst.max(initial=-1), ls.max(), ld.max())) + 1
+    code = src * m + dst
+    lcode = ls * m + ld
+    pos = {int(c): k for k, c in enumerate(code)}
+    extra = []
+    for k, c in enumerate(lcode.tolist()):
+        j = pos.get(c)
+        if j is None:
+            extra.append(k)
+        else:
+            weight[j] = lw[k]
+    src = np.concatenate([src, ls[extra]])
+    dst = np.concatenate([dst, ld[extra]])
+    weight = np.concatenate([weight, lw[extra]])
+    order = np.lexsort((dst, src))
+    return src[order], dst[order], weight[order]
+
+
 # --------------------------------------------------------------------------------------------
 # the retrieval model
 # --------------------------------------------------------------------------------------------
@@ -337,6 +377,7 @@ PARAMS = prm.ParamSpec("evermind", {
     "gate_top1": (0.5, prm.cosine),
     "gate_gap": (0.05, prm.non_negative),
     "gate_rank": (3, _gap_rank),
+    "learn_links": (False, prm.boolean),
     "rank": ("model", prm.choice("model", "hybrid")),
 })
 
@@ -360,9 +401,16 @@ class EvermindModel:
         are ours): with ``gate`` on, spread only when the best seed's cosine is below
         ``gate_top1`` or its lead over the ``gate_rank``-th best is below ``gate_gap``;
         otherwise ``a = a(0)``.
+    ``learn_links`` False
+        usage feedback (:meth:`Synapse.feedback`) on two used memories that are not linked
+        creates the link (weight ``alpha``) instead of leaving them apart (ours: Eq. 2
+        updates existing edges only).
     ``rank`` "model"
         ``"model"``: rank by the final activation, as the paper does; ``"hybrid"``: leave
         the ranking to the engine's hybrid score (the activation enters it).
+
+    Learned weights (``view.learned["evermind"]``, from feedback) replace the cosine of
+    the pairs they name, and add the links feedback created.
 
     The graph holds episodes only (concepts get no activation); it is built once per graph
     version and, through the model's :class:`~._neighbors.NeighborIndex`, updated rather
@@ -388,9 +436,21 @@ class EvermindModel:
         def build(v: GraphView) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             s, d, w = knn_edges(table.index, table.sim, k=p["k"], mutual=p["mutual"],
                                 floor=p["floor"])
-            return table.rows[s], table.rows[d], w
+            learned = [(v.index.get(a), v.index.get(b), x)
+                       for (a, b), x in v.learned.get(self.name, {}).items()]
+            learned = [t for t in learned if t[0] is not None and t[1] is not None]
+            ls, ld, lw = (np.array(c) for c in zip(*learned)) if learned else \
+                (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+            return with_learned_weights(table.rows[s], table.rows[d], w, ls, ld, lw)
 
         return view.derived(f"evermind.edges:{p['k']}:{p['mutual']}:{p['floor']!r}", build)
+
+    def learnable_edges(self, view: GraphView, config: SynapseConfig) -> LearnableEdges:
+        """The k-NN edges with their current (learned) weights; learned weights are kept
+        in ``MemoryGraph.learned["evermind"]``."""
+        p = prm.read_params(config, PARAMS)
+        src, dst, w = self._edges(view, p)
+        return LearnableEdges(self.name, src, dst, w, grow=p["learn_links"])
 
     def activate(self, view: GraphView, query: Query, config: SynapseConfig) -> Activation:
         p = prm.read_params(config, PARAMS)

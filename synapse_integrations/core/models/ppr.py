@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from ...errors import InvalidInputError
 from ..dynamics import propagation_matrix
 from . import _params as prm
-from .base import Activation, Query
+from .base import Activation, LearnableEdges, Query
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
@@ -185,3 +185,8 @@ class PPRModel:
         x = np.clip(x, 0.0, None)
         a = x / x.max()
         return Activation(a, score=a if p["rank"] == "model" else None)
+
+    def learnable_edges(self, view: GraphView, config: SynapseConfig) -> LearnableEdges:
+        """The memory graph's own edges (the walk's transitions; feedback marks them
+        ``learned``)."""
+        return LearnableEdges("memory", view.src, view.dst, view.weight)

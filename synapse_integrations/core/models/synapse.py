@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import dynamics
-from .base import Activation, Query
+from .base import Activation, LearnableEdges, Query
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
@@ -43,3 +43,7 @@ class SynapseModel:
              else sp.csr_array((view.n, view.n)))
         spread = dynamics.spread_activation(a0, P, **config.spread_params(), track_parents=True)
         return Activation(spread.activation, parents=spread.parent)
+
+    def learnable_edges(self, view: GraphView, config: SynapseConfig) -> LearnableEdges:
+        """The memory graph's own edges (feedback marks them ``learned``)."""
+        return LearnableEdges("memory", view.src, view.dst, view.weight)
