@@ -13,7 +13,9 @@ module, so the LangChain, LlamaIndex and LangGraph adapters stay thin and agree 
 - :func:`resolve_engine`: a memory, a pool or a factory -> the memory for this run;
 - :func:`finished_turn`: the turns to record when a conversation turn ends, idempotent by
   message id;
-- :func:`list_episodes`: the episodic nodes of a memory (active and archived) in order.
+- :func:`list_episodes`: the episodic nodes of a memory (active and archived) in order;
+- :func:`feedback_engine`, :func:`memory_ids`: usage feedback (which recalled memories an
+  answer used) for the adapters' feedback hooks.
 
 :class:`~synapse_integrations.pool.EnginePool` (one memory per namespace) lives in
 :mod:`synapse_integrations.pool`.
@@ -33,7 +35,7 @@ from typing import Any, Union
 
 from .errors import InvalidTypeError, MissingDependencyError
 from .pool import EnginePool, namespace_from_configurable, namespace_key
-from .types import MemoryEngine, RetrievalResult, RetrievedItem
+from .types import LearnsFromFeedback, MemoryEngine, RetrievalResult, RetrievedItem
 
 __all__ = [
     "DEFAULT_EMPTY_TEXT",
@@ -41,10 +43,12 @@ __all__ = [
     "MEMORY_HEADER",
     "EnginePool",
     "EngineSource",
+    "feedback_engine",
     "finished_turn",
     "format_memories",
     "item_metadata",
     "list_episodes",
+    "memory_ids",
     "namespace_from_configurable",
     "namespace_key",
     "require",
@@ -177,6 +181,38 @@ def resolve_engine(source: EngineSource, namespace: Callable[[], str]) -> Memory
     raise InvalidTypeError(
         f"expected a Synapse, an EnginePool or a callable namespace -> Synapse, got {type(source).__name__}"
     )
+
+
+def feedback_engine(engine: Any) -> LearnsFromFeedback:
+    """``engine`` when it takes usage feedback (a ``Synapse`` does), else
+    :class:`InvalidTypeError` saying so."""
+    if not isinstance(engine, LearnsFromFeedback):
+        raise InvalidTypeError(f"{type(engine).__name__} takes no usage feedback (no "
+                               f"feedback/afeedback); a Synapse engine does")
+    return engine
+
+
+def memory_ids(items: Any, what: str) -> list[str]:
+    """Memory ids from a list of ids, of things with an ``id`` (a retrieved item, a
+    LlamaIndex node) or a ``metadata["id"]`` (a LangChain ``Document``, a recalled-memory
+    dict); :class:`InvalidTypeError` for a single str or anything without an id.
+
+    >>> memory_ids(["ep-1", {"id": "ep-2"}], "used")
+    ['ep-1', 'ep-2']
+    """
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidTypeError(f"{what} must be a list of memories or memory ids, "
+                               f"got {type(items).__name__}")
+    out = []
+    for it in items:
+        meta = getattr(it, "metadata", None)
+        found = (it if isinstance(it, str) else it.get("id") if isinstance(it, Mapping)
+                 else meta.get("id") if isinstance(meta, Mapping) and "id" in meta
+                 else getattr(it, "id", None))
+        if not isinstance(found, str):
+            raise InvalidTypeError(f"{what}: {type(it).__name__} {it!r:.60} carries no memory id")
+        out.append(found)
+    return out
 
 
 def list_episodes(engine: MemoryEngine, *, include_archived: bool = True) -> list[dict[str, Any]]:

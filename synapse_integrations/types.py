@@ -308,6 +308,18 @@ class MemoryEngine(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class LearnsFromFeedback(Protocol):
+    """A memory that takes usage feedback (:meth:`Synapse.feedback`): the adapters' hooks
+    call it when the framework knows which recalled memories an answer used."""
+
+    def feedback(self, query: str, used_ids: Sequence[str], unused_ids: Sequence[str] = (),
+                 **kwargs: Any) -> FeedbackReport: ...
+
+    async def afeedback(self, query: str, used_ids: Sequence[str],
+                        unused_ids: Sequence[str] = (), **kwargs: Any) -> FeedbackReport: ...
+
+
 # ---------------------------------------------------------------------------------------
 # events (Synapse.subscribe)
 # ---------------------------------------------------------------------------------------

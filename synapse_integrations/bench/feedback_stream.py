@@ -6,7 +6,9 @@ configuration; each learns on a memory of its own), then ask its questions (cate
 groups questions by category, which would confound position with category). After each
 question the answer "uses" the evidence turns found among the first ``feedback_k``
 episodes and not the others: ``Synapse.feedback(question, used_ids=retrieved & evidence,
-unused_ids=retrieved - evidence)``. The control asks the same stream on the same memory
+unused_ids=retrieved - evidence)`` (``used="retrieved"``, what an answer could have used);
+with ``used="evidence"`` every evidence turn counts as used, found or not (an oracle that
+knows where the answer was). The control asks the same stream on the same memory
 *before* any feedback. Reported: recall@k per position bucket of the stream, with
 feedback and without, and the *replay*: the earlier questions asked again after the
 stream (what feedback memorised, as against what carried over to new questions).
@@ -51,8 +53,11 @@ def _ranked(mem: Any, text: str, v: np.ndarray, cfg: SynapseConfig, depth: int) 
 def run_feedback_stream(data: str, *, methods: Sequence[str] = tuple(METHODS),
                         conversations: Sequence[str] | None = None, ks: Sequence[int] = (5, 10),
                         feedback_k: int = 10, alpha: float = 0.1, buckets: int = 4,
-                        seed: int = 0, embedder: Any | None = None) -> dict[str, Any]:
+                        seed: int = 0, used: str = "retrieved",
+                        embedder: Any | None = None) -> dict[str, Any]:
     """The protocol of the module docstring; JSON-ready results."""
+    if used not in ("retrieved", "evidence"):
+        raise ValueError(f"used must be 'retrieved' or 'evidence', got {used!r}")
     from ..core.engine import Synapse
 
     ds = load_locomo(data, conversations=conversations)
@@ -89,9 +94,10 @@ def run_feedback_stream(data: str, *, methods: Sequence[str] = tuple(METHODS),
                     rows[m]["feedback"].append((i / len(qs), {k: recall_at_k(r, q.evidence, k)
                                                               for k in ks}))
                     shown = r[:feedback_k]
-                    used = [x for x in shown if x in q.evidence]
+                    good = ([x for x in shown if x in q.evidence] if used == "retrieved"
+                            else list(q.evidence))
                     unused = [x for x in shown if x not in q.evidence]
-                    rep = mem.feedback(q.question, used, unused, alpha=alpha)
+                    rep = mem.feedback(q.question, good, unused, alpha=alpha)
                     for key in reports[m]:
                         reports[m][key] += getattr(rep, key)
                 for i, q in enumerate(qs):
@@ -103,6 +109,7 @@ def run_feedback_stream(data: str, *, methods: Sequence[str] = tuple(METHODS),
         emb.flush()
     out: dict[str, Any] = {"dataset": str(data), "conversations": list(ds.sample_ids),
                            "feedback_k": feedback_k, "alpha": alpha, "seed": seed,
+                           "used": used,
                            "buckets": buckets, "methods": {}}
     for m in methods:
         entry: dict[str, Any] = {"edges": reports[m]}
@@ -149,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--feedback-k", type=int, default=10)
     p.add_argument("--alpha", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--used", choices=("retrieved", "evidence"), default="retrieved",
+                   help="what counts as used: evidence among the retrieved, or all evidence")
     p.add_argument("--embed-cache", default=None, metavar="DIR")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
@@ -161,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               conversations=args.conversations.split(",")
                               if args.conversations else None,
                               feedback_k=args.feedback_k, alpha=args.alpha, seed=args.seed,
+                              used=args.used,
                               embedder=CachingEmbedder(None, store=store))
     with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(res, fh, indent=1)

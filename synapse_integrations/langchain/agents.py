@@ -12,6 +12,7 @@ from .._adapter_utils import (
     ROLES,
     EngineSource,
     Roles,
+    feedback_engine,
     finished_turn,
     format_memories,
     namespace_from_configurable,
@@ -157,7 +158,10 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                          ) -> list[BaseTool]:
     """Memory tools for any tool-calling agent: ``search_memory``, ``save_memory``,
     ``update_memory`` and ``forget_memory``, each on the caller's memory (with an
-    ``EnginePool``: the run's namespace from ``config["configurable"]``).
+    ``EnginePool``: the run's namespace from ``config["configurable"]``); and, when
+    ``include`` names ``"feedback"``, ``memory_feedback(query, used_ids, unused_ids)``: the
+    agent says which memories a search showed it used for its answer
+    (``Synapse.feedback``: learned edge weights).
 
     ``search_memory`` lists memories with their ids; ``update_memory(id, text)`` stores a
     corrected version (the old one is kept, marked superseded, and ranked below it;
@@ -227,7 +231,26 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
             return refused
         return f"Forgot {len(await mem().aforget(ids=list(memory_ids)))} memory item(s)"
 
+    def memory_feedback(query: str, used_ids: list[str], unused_ids: list[str]) -> str:
+        refused = _refuse([*used_ids, *unused_ids])
+        if refused:
+            return refused
+        rep = feedback_engine(mem()).feedback(query, used_ids, unused_ids)
+        return f"Noted: {rep.strengthened} link(s) strengthened, {rep.weakened} weakened"
+
+    async def amemory_feedback(query: str, used_ids: list[str], unused_ids: list[str]) -> str:
+        refused = _refuse([*used_ids, *unused_ids])
+        if refused:
+            return refused
+        rep = await feedback_engine(mem()).afeedback(query, used_ids, unused_ids)
+        return f"Noted: {rep.strengthened} link(s) strengthened, {rep.weakened} weakened"
+
     tools = {
+        "feedback": StructuredTool.from_function(
+            func=memory_feedback, coroutine=amemory_feedback, name="memory_feedback",
+            description="After answering from memory, say which memories helped. Input: the "
+                        "search query, the ids (shown by search_memory) the answer used, and "
+                        "the ids it was shown but did not use."),
         "search": StructuredTool.from_function(
             func=search_memory, coroutine=asearch_memory, name="search_memory",
             description="Search long-term memory for facts from earlier conversations. "

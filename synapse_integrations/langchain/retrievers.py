@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._adapter_utils import DEFAULT_EMPTY_TEXT, require, speaker_prefix
+from .._adapter_utils import DEFAULT_EMPTY_TEXT, feedback_engine, memory_ids, require, \
+    speaker_prefix
+from ..types import FeedbackReport
 
 require("langchain_core", "langchain")
 
@@ -64,6 +66,13 @@ class SynapseRetriever(BaseRetriever):
         kinds: which node kinds to return: the memories (``"episode"``, default), and the
             concept nodes that link them too with ``("episode", "concept")``.
         include_rejected: return the ranked items even when the gate rejected the query.
+
+    After the answer, tell the memory which documents it used (:meth:`feedback`): the
+    retrieval model's links between used memories get stronger, the spreading links into
+    unused ones weaker (``Synapse.feedback``; docs/models.md).
+
+    >>> docs = retriever.invoke("Where did Sam ski?")                    # doctest: +SKIP
+    >>> retriever.feedback("Where did Sam ski?", used=docs[:1], unused=docs[1:])  # doctest: +SKIP
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -88,3 +97,16 @@ class SynapseRetriever(BaseRetriever):
         result = await self.engine.aretrieve(query, k=self._k(k), kinds=self.kinds)
         await areport_gate(run_manager, result)
         return documents(result, self.kinds, self.include_rejected)
+
+    def feedback(self, query: str, used: Sequence[Document | str],
+                 unused: Sequence[Document | str] = ()) -> FeedbackReport:
+        """Usage feedback for ``query``: the documents (or memory ids) an answer used, and
+        those it was shown and did not use."""
+        return feedback_engine(self.engine).feedback(
+            query, memory_ids(used, "used"), memory_ids(unused, "unused"))
+
+    async def afeedback(self, query: str, used: Sequence[Document | str],
+                        unused: Sequence[Document | str] = ()) -> FeedbackReport:
+        """Async twin of :meth:`feedback`."""
+        return await feedback_engine(self.engine).afeedback(
+            query, memory_ids(used, "used"), memory_ids(unused, "unused"))

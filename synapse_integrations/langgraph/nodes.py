@@ -13,9 +13,11 @@ from .._adapter_utils import (
     ROLES,
     EngineSource,
     Roles,
+    feedback_engine,
     finished_turn,
     format_memories,
     item_metadata,
+    memory_ids,
     namespace_from_configurable,
     require,
     resolve_engine,
@@ -49,10 +51,13 @@ BASE_PROMPT_KEY = "synapse_base_prompt"
 class SynapseMemoryState(MessagesState):
     """``MessagesState`` plus the ``memories`` the recall node writes (a list of dicts:
     ``text``, ``id``, ``kind``, ``speaker``, ``timestamp``, ``score``, ``components``,
-    ``path``), plus ``memory_rejected``: True when the gate found nothing relevant."""
+    ``path``), plus ``memory_rejected``: True when the gate found nothing relevant, and
+    ``memories_used``: the ids of the recalled memories the answer used, when your model
+    node says so (for :class:`SynapseMemoryNodes`' ``used_key``)."""
 
     memories: list[dict[str, Any]]
     memory_rejected: bool
+    memories_used: list[str]
 
 
 def _messages(state: Any, key: str) -> Sequence[AnyMessage]:
@@ -153,15 +158,23 @@ class SynapseMemoryNodes:
         user_speaker / ai_speaker: speakers recorded for the two sides of a turn.
         roles: which sides are recorded: ``("user", "assistant")`` (default), ``("user",)``,
             or a callable ``(role, text) -> bool``.
+        used_key: a state key where your model node puts the ids of the recalled memories
+            its answer used (e.g. ``"memories_used"`` of :class:`SynapseMemoryState`, from
+            citations or structured output). When set and present, :attr:`record` also
+            gives the memory usage feedback for the turn's question: those ids used, the
+            other recalled ones (``state[memories_key]``) not (``Synapse.feedback``).
     """
 
     def __init__(self, engine: EngineSource, *, k: int = 5, memories_key: str | None = "memories",
                  system_message: bool = True, messages_key: str = "messages",
                  namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
                  user_speaker: str = "user", ai_speaker: str = "assistant",
-                 roles: Roles = ROLES,
+                 roles: Roles = ROLES, used_key: str | None = None,
                  header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT) -> None:
+        if used_key is not None and not isinstance(used_key, str):
+            raise TypeError(f"used_key must be a state key (str) or None, got {used_key!r}")
         self.engine = engine
+        self.used_key = used_key
         self.roles = roles
         self.k = k
         self.memories_key = memories_key
@@ -243,8 +256,25 @@ class SynapseMemoryNodes:
                              user_speaker=self.user_speaker, ai_speaker=self.ai_speaker,
                              roles=self.roles)
 
+    def _feedback(self, state: Any) -> tuple[str, list[str], list[str]] | None:
+        """``(question, used, unused)`` when ``used_key`` is set and the state holds it."""
+        if self.used_key is None:
+            return None
+        get = state.get if isinstance(state, Mapping) else lambda k: getattr(state, k, None)
+        used = get(self.used_key)
+        query = self._query(state)
+        if used is None or query is None:
+            return None
+        used = memory_ids(used, self.used_key)
+        shown = memory_ids(get(self.memories_key) or [], self.memories_key) \
+            if self.memories_key else []
+        return query, used, [i for i in shown if i not in used]
+
     def _record(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         engine = self.engine_for(config)
+        fb = self._feedback(state)
+        if fb is not None:
+            feedback_engine(engine).feedback(*fb)
         turns = self._turns(state, engine)
         if turns:
             engine.add_turns(turns)
@@ -252,6 +282,9 @@ class SynapseMemoryNodes:
 
     async def _arecord(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         engine = self.engine_for(config)
+        fb = self._feedback(state)
+        if fb is not None:
+            await feedback_engine(engine).afeedback(*fb)
         turns = self._turns(state, engine)
         if turns:
             await engine.aadd_turns(turns)
