@@ -492,7 +492,8 @@ class Synapse(AsyncTwins):
                  speakers: str | Sequence[str] | None = None,
                  since: datetime | float | str | None = None,
                  until: datetime | float | str | None = None,
-                 where: Mapping[str, Any] | None = None) -> RetrievalResult:
+                 where: Mapping[str, Any] | None = None,
+                 at: datetime | float | str | None = None) -> RetrievalResult:
         """Rank memories for ``query`` and apply the uncertainty gate.
 
         Returns the ``k`` best memories: episodes (the turns), each with the concepts and
@@ -502,7 +503,8 @@ class Synapse(AsyncTwins):
         ``where``, a condition on the turn metadata in Chroma's ``where`` language
         (``{"topic": "ski"}``, ``{"n": {"$gte": 3}}``, ``{"$or": [...]}``; see
         :mod:`synapse_integrations.core.filters`). ``config`` overrides the retrieval
-        settings for this call only (see :meth:`retrieve_by_vector`).
+        settings for this call only (see :meth:`retrieve_by_vector`). ``at``: when the question
+        is asked (default: unknown; SynapticRAG records its stimuli at that time).
 
         >>> res = mem.retrieve("What is Dana studying?", k=5)     # doctest: +SKIP
         >>> res.rejected, res.items[0].concepts, res.items[0].components  # doctest: +SKIP
@@ -518,7 +520,7 @@ class Synapse(AsyncTwins):
         q = self._embedder.embed_query(query)
         return self.retrieve_by_vector(query, q, k=k, config=config, kinds=kinds,
                                        speakers=speakers, since=since, until=until, where=where,
-                                       _scope=scope)
+                                       at=at, _scope=scope)
 
     def retrieve_by_vector(self, query: str, q: np.ndarray, *, k: int | None = None,
                            config: SynapseConfig | None = None,
@@ -527,6 +529,7 @@ class Synapse(AsyncTwins):
                            since: datetime | float | str | None = None,
                            until: datetime | float | str | None = None,
                            where: Mapping[str, Any] | None = None,
+                           at: datetime | float | str | None = None,
                            _scope: tuple[tuple[str, ...], Filter | None] | None = None
                            ) -> RetrievalResult:
         """:meth:`retrieve` with the query embedding already computed (used by benchmarks).
@@ -541,6 +544,7 @@ class Synapse(AsyncTwins):
         cfg = config or self.config
         k = cfg.top_k if k is None else k
         kinds, flt = _scope or _scope_of(kinds, speakers, since, until, where)
+        at = None if at is None else to_epoch(at)
         with self._lock:
             state = self._open_state()
             self._sync(best_effort=True)
@@ -549,9 +553,11 @@ class Synapse(AsyncTwins):
             if len(state.graph) and (qv.shape != (dim,) or not np.all(np.isfinite(qv))):
                 raise InvalidInputError(f"query vector must be a finite array of shape ({dim},), "
                                         f"got shape {qv.shape}")
-            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt)
-            for activated in out.activated:  # the one thing a read records: for dormancy
+            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=at)
+            for activated in out.activated:  # what a read records: dormancy, model's spikes
                 self._consolidator.dormancy.observe(activated)
+            if out.spikes is not None:
+                state.record_spikes(out.spikes.ids, out.spikes.values, out.spikes.time)
             return out.result
 
     def feedback(self, query: str, used_ids: Sequence[str], unused_ids: Sequence[str] = (), *,
@@ -559,10 +565,7 @@ class Synapse(AsyncTwins):
                  ) -> FeedbackReport:
         """Learn from which memories an answer to ``query`` used and which it did not
         (Evermind's learned edge weights, ``w <- clip(w + alpha * signal, 0, 1)`` on the
-        configured model's graph: :mod:`.feedback`). Durable with the next snapshot.
-
-        >>> mem.feedback("Who came skiing?", used_ids=[res.items[0].id])   # doctest: +SKIP
-        """
+        configured model's graph: :mod:`.feedback`). Durable with the next snapshot."""
         check_query(query)
         used, unused, alpha = usage.check(used_ids, unused_ids, alpha, config)
         qv = np.asarray(self._embedder.embed_query(query), dtype=np.float32)

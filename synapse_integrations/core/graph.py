@@ -125,6 +125,14 @@ class Compiled:
         if positions_map is not None:  # depends only on src/dst, which did not change
             self._derived["edge-positions"] = positions_map
 
+    def attribute_changed(self, name: str, derived_prefix: str) -> None:
+        """Node attribute ``name`` changed in the graph: drop its cached values and the
+        derived structures whose key starts with ``derived_prefix`` (the rest of the view
+        stays)."""
+        for key in [k for k in self._attrs if k.split("\x00", 1)[0] == name]:
+            del self._attrs[key]
+        self.drop_derived(derived_prefix)
+
     def drop_derived(self, prefix: str) -> None:
         """Forget the derived structures whose key starts with ``prefix`` (rebuilt when next
         asked): after a learned-weight update of one model's graph."""
@@ -272,6 +280,21 @@ class MemoryGraph:
             c.set_weights(np.array([pos[(c.index[u], c.index[v])] for u, v, _ in changed]),
                           np.array([w for _, _, w in changed]))
         return len(changed)
+
+    def append_to_attribute(self, name: str, values: Mapping[str, Any], *, keep: int,
+                            derived_prefix: str) -> int:
+        """Append ``values[id]`` to the list attribute ``name`` of each active node, keeping
+        its last ``keep`` entries; the compiled view refreshes only that attribute and the
+        derived structures under ``derived_prefix``. Returns the nodes changed."""
+        n = 0
+        for node_id, value in values.items():
+            if node_id in self.g:
+                d = self.g.nodes[node_id]
+                d[name] = [*(d.get(name) or []), value][-keep:]
+                n += 1
+        if n and self._compiled is not None:
+            self._compiled.attribute_changed(name, derived_prefix)
+        return n
 
     def set_learned(self, graph: str, pairs: Sequence[tuple[str, str]],
                     weights: Sequence[float]) -> int:

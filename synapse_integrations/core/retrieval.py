@@ -34,7 +34,7 @@ from .state import MemoryState
 from .triggers import tokenize
 from .validation import from_epoch
 
-__all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "RetrievalSteps", "Retriever", "build_item",
+__all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "Spikes", "RetrievalSteps", "Retriever", "build_item",
            "feedback_entities", "run_pass", "triggers"]
 
 #: Concept types that are not named entities, for ``entity_feedback`` (the offline
@@ -119,14 +119,27 @@ class Pass:
     bm25_rank: dict[str, int]
     activated: set[str] | None  # nodes at activation >= dormancy_epsilon (None: no model ran)
     own_score: bool = False  # the model ranked by its own score (not the hybrid score)
+    spikes: Spikes | None = None  # stimuli the model asks the engine to record
+
+
+@dataclass(frozen=True)
+class Spikes:
+    """Stimuli to record in the nodes' spike trains (SynapticRAG): ``values[i]`` for node
+    ``ids[i]`` at ``time`` (epoch seconds)."""
+
+    ids: tuple[str, ...]
+    values: tuple[float, ...]
+    time: float
 
 
 @dataclass(frozen=True)
 class Retrieval:
-    """The result, and what each pass activated (for the dormancy ledger)."""
+    """The result, what each pass activated (for the dormancy ledger), and the stimuli the
+    model asks to record (for the spike trains)."""
 
     result: RetrievalResult
     activated: tuple[set[str], ...]
+    spikes: Spikes | None = None
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -158,9 +171,9 @@ def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
 
 def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: RetrievalModel,
              text: str, qv: np.ndarray, sim_all: np.ndarray, k: int,
-             scope: Scope | None = None) -> Pass | None:
-    """Triggers, model and score for one query text (None: no anchor at all). ``order``
-    ranks the returnable candidates only."""
+             scope: Scope | None = None, at: float | None = None) -> Pass | None:
+    """Triggers, model and score for one query text asked at time ``at`` (None: no anchor
+    at all). ``order`` ranks the returnable candidates only."""
     scope = scope or Scope()
     anchors = triggers(view, state, cfg, text, sim_all, scope.anchors)
     if anchors.indices.size == 0:
@@ -168,8 +181,10 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     parents = None
     activated = None
     own_score = None
+    spikes = None
     if cfg.use_activation:
-        act = model.activate(view, Query(text, qv, sim_all, anchors.indices), cfg)
+        act = model.activate(view, Query(text, qv, sim_all, anchors.indices, at), cfg)
+        spikes = _spikes(view, act)
         act_all = act.activation
         parents = act.parents
         active = np.flatnonzero(act_all > 0)
@@ -204,7 +219,20 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         keep = np.flatnonzero(scope.returnable[cand])
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
     return Pass(cand, order, score, sim, activation, pr, lexical, distinct, echo, superseded,
-                parents, anchors.dense_rank, anchors.bm25_rank, activated, own_score is not None)
+                parents, anchors.dense_rank, anchors.bm25_rank, activated, own_score is not None,
+                spikes)
+
+
+def _spikes(view: Compiled, act: Activation) -> Spikes | None:
+    """The stimuli a model asked to record (nodes with a positive value), or None."""
+    if act.spikes is None or act.spike_time is None:
+        return None
+    values = np.asarray(act.spikes, dtype=np.float64)
+    hit = np.flatnonzero(values > 0)
+    if hit.size == 0:
+        return None
+    return Spikes(tuple(view.ids[i] for i in hit), tuple(values[hit].tolist()),
+                  float(act.spike_time))
 
 
 def _superseded(view: Compiled) -> dict[int, int]:
@@ -360,9 +388,11 @@ class Retriever:
         return model
 
     def run(self, query: str, qv: np.ndarray, k: int, cfg: SynapseConfig, *,
-            kinds: tuple[str, ...] = DEFAULT_KINDS, flt: Filter | None = None) -> Retrieval:
-        """Rank memories for ``query`` (its unit vector ``qv``, validated by the caller)
-        and apply the gate. Only nodes of ``kinds`` that match ``flt`` are returned."""
+            kinds: tuple[str, ...] = DEFAULT_KINDS, flt: Filter | None = None,
+            at: float | None = None) -> Retrieval:
+        """Rank memories for ``query`` (its unit vector ``qv``, validated by the caller),
+        asked at time ``at`` (epoch seconds, or None), and apply the gate. Only nodes of
+        ``kinds`` that match ``flt`` are returned."""
         view = self.state.compiled()
         if view.n == 0:
             return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau), ())
@@ -372,10 +402,11 @@ class Retriever:
         # differ after a reload) and cheaper than a Chroma round trip.
         sim_all = np.clip(view.embeddings @ qv, -1.0, 1.0)
         scope = Scope.build(view, kinds, flt)
-        run = run_pass(view, self.state, cfg, model, query, qv, sim_all, k, scope)
+        run = run_pass(view, self.state, cfg, model, query, qv, sim_all, k, scope, at)
         if run is None or run.order.size == 0:  # nothing (that the filters allow) to return
             return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau),
-                             () if run is None or run.activated is None else (run.activated,))
+                             () if run is None or run.activated is None else (run.activated,),
+                             None if run is None else run.spikes)
         activated = [run.activated]
         # the gate judges the top memory returned for the question as asked (the feedback
         # pass only re-ranks)
@@ -398,7 +429,7 @@ class Retriever:
                 q2 = _unit(qv + np.float32(cfg.feedback_weight) * ev)
                 names = " ".join(g.node(e)["name"] for e in found)
                 again = run_pass(view, self.state, cfg, model, f"{query} {names}", q2,
-                                 np.clip(view.embeddings @ q2, -1.0, 1.0), k, scope)
+                                 np.clip(view.embeddings @ q2, -1.0, 1.0), k, scope, at)
                 if again is not None:
                     _explain_feedback(self.state, view, run, again, found)
                     activated.append(again.activated)
@@ -417,7 +448,7 @@ class Retriever:
             for j in run.order
         )
         return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau),
-                         tuple(a for a in activated if a is not None))
+                         tuple(a for a in activated if a is not None), run.spikes)
 
 
 class RetrievalSteps:

@@ -29,6 +29,7 @@ from ..types import VectorWrite
 from .events import EventBus
 from . import provenance
 from .graph import Compiled, MemoryGraph, temporal_weight
+from .models.synaptic import MAX_SPIKES
 from .triggers import BM25Index
 
 logger = logging.getLogger(__name__)
@@ -272,6 +273,15 @@ class MemoryState:
     def add_edge(self, u: str, v: str, *, kind: str, weight: float, **attrs: Any) -> None:
         """Add (or strengthen to the max weight) the edge ``u -> v``."""
         self.graph.add_edge(u, v, kind=kind, weight=weight, **attrs)
+
+    def record_spikes(self, ids: Sequence[str], values: Sequence[float], at: float, *,
+                      keep: int = MAX_SPIKES) -> int:
+        """Append ``[at, value]`` to each node's spike train (its ``spikes`` attribute),
+        keeping the last ``keep`` (SynapticRAG's stimuli recorded at retrieval). Returns the
+        nodes changed."""
+        return self.graph.append_to_attribute(
+            "spikes", {i: [float(at), float(v)] for i, v in zip(ids, values)}, keep=keep,
+            derived_prefix="synaptic.")
 
     def learn_weights(self, graph: str, pairs: Sequence[tuple[str, str]],
                       weights: Sequence[float]) -> int:

@@ -28,6 +28,7 @@ from ..config import SynapseConfig
 from ..errors import InvalidInputError, InvalidTypeError, NamespaceError, SnapshotError
 from ..firewall import Firewall
 from .graph import EDGE_KINDS, MemoryGraph
+from .models.synaptic import MAX_SPIKES
 
 logger = logging.getLogger(__name__)
 
@@ -298,6 +299,10 @@ def _int_in(v: Any, lo: int, hi: int) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
 
 
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _unit(v: Any) -> bool:
     """A finite number in [0, 1] (edge weights, confidences, PageRank)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
@@ -318,6 +323,15 @@ def _node_problem(d: Any) -> str | None:
         return "a bad dormancy counter"
     if not _int_in(d.get("gen", 0), 0, _MAX_SEQ):
         return "a bad generation"
+    spikes = d.get("spikes", [])
+    if not isinstance(spikes, list) or len(spikes) > MAX_SPIKES or not all(
+            isinstance(x, list) and len(x) == 2 and epoch_ok(x[0]) and _finite(x[1])
+            for x in spikes):
+        return f"a bad spike train (at most {MAX_SPIKES} [epoch seconds, value] pairs)"
+    affect = d.get("affect")
+    if affect is not None and not (isinstance(affect, list) and len(affect) == 3
+                                   and all(_finite(x) for x in affect)):
+        return "a bad affect tag ([valence, arousal, complexity])"
     if d["kind"] == "episode":
         for key in ("ts", "ingest_ts"):
             if d.get(key) is not None and not epoch_ok(d[key]):

@@ -48,12 +48,15 @@ class Query:
         vector: the unit query embedding, shape ``(d,)``.
         sim: cosine of every node of the view with ``vector``, shape ``(n,)``.
         anchors: the indices (into the view) the triggers picked, sorted ascending.
+        time: when the question is asked, epoch seconds (``None``: not given; a model
+            that needs a time picks its own default).
     """
 
     text: str
     vector: np.ndarray
     sim: np.ndarray
     anchors: np.ndarray
+    time: float | None = None
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,19 @@ class Activation:
         score: a score of the model's own per node, shape ``(n,)``, used to rank instead
             of the hybrid score (a model whose paper defines its own ranking); ``None``
             (the default) ranks by the hybrid score.
+        spikes: stimulus per node that the engine records in the node's spike train
+            (its ``spikes`` attribute) at ``spike_time`` after the retrieval (0: none);
+            ``None`` (the default) records nothing. A model must not write during
+            ``activate``: this is how it asks for a write (SynapticRAG).
+        spike_time: the time (epoch seconds) the spikes happened.
     """
 
     activation: np.ndarray
     parents: np.ndarray | None = None
     reached: np.ndarray | None = None
     score: np.ndarray | None = None
+    spikes: np.ndarray | None = None
+    spike_time: float | None = None
 
 
 @runtime_checkable

@@ -76,6 +76,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..graph import Compiled as GraphView
 
 __all__ = [
+    "MAX_SPIKES",
     "LIFState",
     "Propagation",
     "SynapticModel",
@@ -93,6 +94,11 @@ __all__ = [
     "temporal_score",
     "temporal_scores_one_spike",
 ]
+
+#: The most recorded stimuli a node keeps in its ``spikes`` attribute (the oldest go first):
+#: bounds the snapshot, the DTW cost per pair (quadratic in the train lengths) and the LIF
+#: replay of each train.
+MAX_SPIKES = 32
 
 _SECONDS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0}
 _CACHE_SIZE = 1_000_000  # entries per cache; cleared when full
@@ -428,6 +434,7 @@ PARAMS = prm.ParamSpec("synaptic", {
     "max_generations": (5, prm.positive_int),
     "dtw_cells": ("path", prm.choice("path", "matrix")),
     "query_time": (None, prm.optional(prm.finite)),
+    "record_spikes": (True, prm.boolean),
     "rank": ("model", prm.choice("model", "hybrid")),
 })
 
@@ -455,7 +462,11 @@ class SynapticModel:
     ``dtw_cells`` "path"
         which cells of the DTW matrix give the ``d_i``.
     ``query_time`` None
-        epoch seconds of the query; None: the latest event in the view.
+        epoch seconds of the query; None: the query's own time (``retrieve(..., at=)``),
+        else the latest event in the view.
+    ``record_spikes`` True
+        ask the engine to record each stimulated node's stimulus, at the query time, in
+        its spike train (``spikes`` attribute; the last ``MAX_SPIKES`` are kept).
     ``rank`` "model"
         ``"model"``: rank by peak potential over threshold (fired nodes score >= 1; only
         fired nodes join the anchors as candidates), as the paper returns fired nodes;
@@ -521,7 +532,7 @@ class SynapticModel:
         unit = _SECONDS[p["time_unit"]] / p["t_scale"]
         trains = self._trains(view)
         v0, i0, tau0, t_last = self._states(view, p)
-        t_query = p["query_time"]
+        t_query = p["query_time"] if p["query_time"] is not None else query.time
         if t_query is None:
             finite = t_last[np.isfinite(t_last)]
             t_query = float(finite.max()) if finite.size else 0.0
@@ -585,7 +596,9 @@ class SynapticModel:
             cos_th=p["cos_th"], stim_th=p["stim_th"], v_th=p["v_th"], v_rest=p["v_rest"],
             i_rest=p["i_rest"], max_generations=p["max_generations"])
         fired = np.flatnonzero(prop.fired)
+        record = dict(spikes=prop.stimulus, spike_time=float(t_query)) \
+            if p["record_spikes"] else {}
         if p["rank"] == "model":
             return Activation(prop.stimulus, parents=prop.parent, reached=fired,
-                              score=prop.peak / p["v_th"])
-        return Activation(prop.stimulus, parents=prop.parent)
+                              score=prop.peak / p["v_th"], **record)
+        return Activation(prop.stimulus, parents=prop.parent, **record)
