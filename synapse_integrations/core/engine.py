@@ -65,8 +65,9 @@ from .consolidation import Consolidator, NameVectors
 from .events import EventBus
 from .extraction import OfflineExtractor
 from .ingestion import Ingestor
+from .models.mnemos import AffectTagger, as_tagger
 from .filters import Filter
-from .retrieval import DEFAULT_KINDS, KINDS, Retriever, RetrievalSteps
+from .retrieval import DEFAULT_KINDS, Retriever, RetrievalSteps, scope_of
 from .state import MemoryState
 from .twins import AsyncTwins
 from .validation import (
@@ -86,17 +87,6 @@ T = TypeVar("T")
 
 __all__ = ["MAX_TEXT_CHARS", "ConsistencyReport", "ConsolidationReport", "Synapse",
            "namespace_dirname", "to_epoch", "validate_namespace"]
-
-
-def _scope_of(kinds: Sequence[str], speakers: Any, since: Any, until: Any,
-              where: Any) -> tuple[tuple[str, ...], Filter | None]:
-    """Validated ``kinds`` and filter of a retrieval (errors name the bad argument)."""
-    if isinstance(kinds, str) or not isinstance(kinds, Iterable):
-        raise InvalidTypeError(f"kinds must be a list of node kinds, got {kinds!r}")
-    kinds = tuple(dict.fromkeys(kinds))
-    if not kinds or not set(kinds) <= set(KINDS):
-        raise InvalidInputError(f"kinds must be a non-empty subset of {list(KINDS)}, got {list(kinds)}")
-    return kinds, Filter.build(speakers=speakers, since=since, until=until, where=where)
 
 
 class Synapse(AsyncTwins):
@@ -119,6 +109,9 @@ class Synapse(AsyncTwins):
         create: create the memory if it does not exist (``False``:
             :class:`UnknownNamespaceError` instead).
         firewall: what the write firewall does with secrets and personal data.
+        affect_tagger: tags each turn with ``affect = [valence, arousal, complexity]`` at
+            ingestion (mnemos' affective routing): ``None`` the offline lexicon tagger, a
+            LangChain chat model or any ``AffectTagger``; ``False``: no tags.
     """
 
     # ------------------------------------------------------------------------------------
@@ -136,6 +129,7 @@ class Synapse(AsyncTwins):
         snapshot_every: int = 20,
         create: bool = True,
         firewall: FirewallConfig | None = None,
+        affect_tagger: Any = None,
     ) -> None:
         self.namespace = validate_namespace(namespace)
         if config is not None and not isinstance(config, SynapseConfig):
@@ -163,14 +157,14 @@ class Synapse(AsyncTwins):
         self._dirlock = DirectoryLock(self.path).acquire()  # MemoryLockedError in a 2nd process
         try:
             self._claim.acquire(self)  # MemoryLockedError for a 2nd live engine in this process
-            self._open(config, embedder, client, extractor, create)
+            self._open(config, embedder, client, extractor, create, as_tagger(affect_tagger))
         except BaseException:
             self._closed = True
             self._release()
             raise
 
     def _open(self, config: SynapseConfig | None, embedder: Any, client: Any, extractor: Any,
-              create: bool) -> None:
+              create: bool, tagger: AffectTagger | None) -> None:
         namespace = self.namespace
         self._ns_dir = self.path / "namespaces" / namespace_dirname(namespace)
         self._snapshots = SnapshotStore(self._ns_dir / "snapshots")
@@ -200,8 +194,8 @@ class Synapse(AsyncTwins):
                 shutil.rmtree(folder, ignore_errors=True)
         self._state = state = MemoryState(self.config, vectors, self._events)
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
-        self._ingestor = Ingestor(state, self._consolidator, self._firewall)
-        self._retriever = Retriever(state)
+        self._ingestor = Ingestor(state, self._consolidator, self._firewall, tagger)
+        self._retriever = Retriever(state, {"mnemos": {"tagger": tagger}} if tagger else None)
         self._eraser = forgetting.Eraser(state, self._snapshots, self._journal, self._consolidator,
                                          self._ingestor.retries, save=self.save)
         if loaded is not None:
@@ -516,7 +510,7 @@ class Synapse(AsyncTwins):
             k = (config or self.config).top_k
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be an int >= 1, got {k!r}")
-        scope = _scope_of(kinds, speakers, since, until, where)  # checked before embedding
+        scope = scope_of(kinds, speakers, since, until, where)  # checked before embedding
         q = self._embedder.embed_query(query)
         return self.retrieve_by_vector(query, q, k=k, config=config, kinds=kinds,
                                        speakers=speakers, since=since, until=until, where=where,
@@ -543,7 +537,7 @@ class Synapse(AsyncTwins):
             raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
         cfg = config or self.config
         k = cfg.top_k if k is None else k
-        kinds, flt = _scope or _scope_of(kinds, speakers, since, until, where)
+        kinds, flt = _scope or scope_of(kinds, speakers, since, until, where)
         at = None if at is None else to_epoch(at)
         with self._lock:
             state = self._open_state()

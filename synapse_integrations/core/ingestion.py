@@ -7,7 +7,8 @@ The path of a turn (:meth:`Ingestor.prepare` without the engine lock, then
 2. the embedding, done by the engine before it takes the lock;
 3. a retry of a write whose reply was lost is recognised and answered with the stored id;
 4. one upsert into Chroma makes the turns durable (the acknowledgement point);
-5. each turn joins the graph and the BM25 index, and every ``consolidation_interval``
+5. each turn joins the graph (with its ``affect`` tags, mnemos' cognitive state, when the
+   engine has a tagger) and the BM25 index, and every ``consolidation_interval``
    pending turns a window is consolidated. A failure from here on is reported, not
    raised as a failed write: the turns are stored, and a retry would duplicate them.
 
@@ -35,6 +36,7 @@ from ..firewall import Firewall
 from ..types import WindowReport
 from . import echoes
 from .consolidation import Consolidator
+from .models.mnemos import AffectTagger, affect_tag
 from .state import MemoryState
 from .validation import MAX_BATCH_TURNS, validate_turn
 
@@ -111,21 +113,28 @@ class RetryLedger:
 class Ingestor:
     """Writes turns into one memory (see the module docstring)."""
 
-    def __init__(self, state: MemoryState, consolidator: Consolidator, firewall: Firewall) -> None:
+    def __init__(self, state: MemoryState, consolidator: Consolidator, firewall: Firewall,
+                 tagger: AffectTagger | None = None) -> None:
         self.state = state
+        self.tagger = tagger
         self.consolidator = consolidator
         self.firewall = firewall
         self.retries = RetryLedger()
 
     def prepare(self, turns: Iterable[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Validated, firewalled rows for ``turns`` (pure: no store is touched)."""
+        """Validated, firewalled rows for ``turns``, each tagged with its ``affect`` when a
+        tagger is set (pure: no store is touched)."""
         if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Iterable):
             raise InvalidTypeError("add_turns() takes a list of turns (use add_turn for one)")
         turns = list(itertools.islice(turns, MAX_BATCH_TURNS + 1))
         if len(turns) > MAX_BATCH_TURNS:
             raise InvalidInputError(f"add_turns() takes at most {MAX_BATCH_TURNS} turns per call; "
                                     f"split larger imports into several calls")
-        return [validate_turn(t, self.firewall) for t in turns]
+        rows = [validate_turn(t, self.firewall) for t in turns]
+        if self.tagger is not None:
+            for r in rows:
+                r["affect"] = affect_tag(self.tagger, r["text"])
+        return rows
 
     def write(self, rows: list[dict[str, Any]], embs: np.ndarray
               ) -> tuple[list[str], Exception | None]:
@@ -168,7 +177,8 @@ class Ingestor:
                 for r, h in zip(rows, embs):
                     state.link_episode(r["id"], h, text=r["text"], speaker=r["speaker"],
                                        ts=r["ts"], ingest_ts=now, metadata=r["metadata"],
-                                       seq=r["seq"], gen=r.get("gen", 0))
+                                       seq=r["seq"], gen=r.get("gen", 0),
+                                       affect=r.get("affect"))
                     if failed is None and n and len(state.pending) >= n:
                         pending = list(state.pending)
                         try:

@@ -18,13 +18,15 @@ pass to the dormancy ledger.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..config import SynapseConfig
+from ..errors import InvalidInputError, InvalidTypeError
 from ..types import RetrievalResult, RetrievedItem, ScoreComponents
 from . import echoes, scoring
 from .filters import Filter
@@ -35,7 +37,7 @@ from .triggers import tokenize
 from .validation import from_epoch
 
 __all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "Spikes", "RetrievalSteps", "Retriever", "build_item",
-           "feedback_entities", "run_pass", "triggers"]
+           "feedback_entities", "run_pass", "scope_of", "triggers"]
 
 #: Concept types that are not named entities, for ``entity_feedback`` (the offline
 #: extractor's key phrases).
@@ -69,6 +71,17 @@ class Scope:
         everything = flt is None and set(kinds) >= set(KINDS)
         return cls(None if flt is None else matching | ~is_ep,
                    None if everything else returnable)
+
+
+def scope_of(kinds: Sequence[str], speakers: Any, since: Any, until: Any,
+              where: Any) -> tuple[tuple[str, ...], Filter | None]:
+    """Validated ``kinds`` and filter of a retrieval (errors name the bad argument)."""
+    if isinstance(kinds, str) or not isinstance(kinds, Iterable):
+        raise InvalidTypeError(f"kinds must be a list of node kinds, got {kinds!r}")
+    kinds = tuple(dict.fromkeys(kinds))
+    if not kinds or not set(kinds) <= set(KINDS):
+        raise InvalidInputError(f"kinds must be a non-empty subset of {list(KINDS)}, got {list(kinds)}")
+    return kinds, Filter.build(speakers=speakers, since=since, until=until, where=where)
 
 
 def _matching_episodes(view: Compiled, flt: Filter) -> np.ndarray:
@@ -376,15 +389,17 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
 class Retriever:
     """Runs the pipeline on one memory; keeps one instance of each model it used."""
 
-    def __init__(self, state: MemoryState) -> None:
+    def __init__(self, state: MemoryState,
+                 options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.state = state
+        self.options = dict(options or {})  # model name -> what its factory is given
         self._models: dict[str, RetrievalModel] = {}
 
     def model(self, name: str) -> RetrievalModel:
         """The memory's instance of the model registered as ``name``."""
         model = self._models.get(name)
         if model is None:
-            model = self._models[name] = get_model(name)
+            model = self._models[name] = get_model(name, **self.options.get(name, {}))
         return model
 
     def run(self, query: str, qv: np.ndarray, k: int, cfg: SynapseConfig, *,

@@ -199,11 +199,15 @@ class MemoryState:
 
     def link_episode(self, node_id: str, vector: np.ndarray, *, text: str, speaker: str | None,
                      ts: float | None, ingest_ts: float | None, metadata: dict[str, Any],
-                     seq: int | None = None, gen: int = 0) -> None:
+                     seq: int | None = None, gen: int = 0,
+                     affect: Sequence[float] | None = None) -> None:
         """Add a stored turn to the graph (with its temporal edge from the previous
-        episode), to the BM25 index and to the turns awaiting consolidation."""
+        episode, and its ``affect`` tags when given), to the BM25 index and to the turns
+        awaiting consolidation."""
         attrs: dict[str, Any] = {"kind": "episode", "text": text, "speaker": speaker, "ts": ts,
                                  "ingest_ts": ingest_ts, "metadata": metadata, "dormant": 0}
+        if affect is not None:
+            attrs["affect"] = [float(x) for x in affect]
         if gen:
             attrs["gen"] = gen
         if seq is not None:

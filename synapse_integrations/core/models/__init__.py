@@ -13,6 +13,7 @@ the default.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ...errors import ConfigError
 from .base import Activation, LearnableEdges, LearnsEdges, Query, RetrievalModel
@@ -24,10 +25,10 @@ from .synaptic import SynapticModel
 
 __all__ = ["Activation", "LearnableEdges", "LearnsEdges", "Query", "RetrievalModel", "get_model", "model_names", "register", "unregister"]
 
-_REGISTRY: dict[str, Callable[[], RetrievalModel]] = {}
+_REGISTRY: dict[str, Callable[..., RetrievalModel]] = {}
 
 
-def register(name: str, factory: Callable[[], RetrievalModel]) -> None:
+def register(name: str, factory: Callable[..., RetrievalModel]) -> None:
     """Make a model selectable as ``SynapseConfig(model=name)``; ``factory()`` builds it."""
     if not isinstance(name, str) or not name:
         raise ConfigError(f"a model name must be a non-empty str, got {name!r}")
@@ -44,14 +45,15 @@ def model_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_model(name: str) -> RetrievalModel:
-    """A new instance of the model registered as ``name``."""
+def get_model(name: str, **options: Any) -> RetrievalModel:
+    """A new instance of the model registered as ``name``, built with ``options`` (what
+    the engine hands a model, e.g. mnemos' ``tagger``)."""
     try:
         factory = _REGISTRY[name]
     except KeyError:
         raise ConfigError(f"unknown retrieval model {name!r}; choose one of "
                           f"{', '.join(model_names())}") from None
-    return factory()
+    return factory(**options)
 
 
 register("synapse", SynapseModel)

@@ -57,6 +57,8 @@ __all__ = [
     "LexiconAffectTagger",
     "MnemosModel",
     "affective_score",
+    "affect_tag",
+    "as_tagger",
     "bfs_energy",
     "bfs_energy_reference",
     "cosine_graph",
@@ -340,6 +342,39 @@ class LLMAffectTagger:
         if self._fallback is None:
             self._fallback = LexiconAffectTagger()
         return self._fallback.tag(text)
+
+
+def as_tagger(value: Any) -> AffectTagger | None:
+    """The ingestion tagger for ``Synapse(affect_tagger=value)``: ``None`` the offline
+    :class:`LexiconAffectTagger`, ``False`` none, an :class:`AffectTagger` itself, a
+    LangChain chat model (anything with ``invoke``) wrapped in :class:`LLMAffectTagger`.
+
+    >>> as_tagger(False) is None, type(as_tagger(None)).__name__
+    (True, 'LexiconAffectTagger')
+    """
+    if value is False:
+        return None
+    if value is None:
+        return LexiconAffectTagger()
+    if isinstance(value, AffectTagger):
+        return value
+    if hasattr(value, "invoke"):
+        return LLMAffectTagger(value)
+    raise InvalidTypeError("affect_tagger must be None, False, an AffectTagger (with tag(text)) "
+                           f"or a LangChain chat model, got {type(value).__name__}")
+
+
+def affect_tag(tagger: AffectTagger, text: str) -> list[float]:
+    """``[valence, arousal, complexity]`` of ``text``, clamped to the state box (what the
+    engine stores as a node's ``affect``; a tagger's bad output is an error, not a tag).
+
+    >>> affect_tag(LexiconAffectTagger(), "")
+    [0.0, 0.0, 0.0]
+    """
+    state = _stored_state(list(tagger.tag(text)))
+    if state is None:
+        raise InvalidInputError(f"the affect tagger returned no three finite numbers for {text[:40]!r}")
+    return list(state)
 
 
 # --------------------------------------------------------------------------------------------
