@@ -340,7 +340,7 @@ def cmd_bench_perf(args: argparse.Namespace) -> int:
 
     results = run_perf(args.nodes, queries=args.queries, progress=_tqdm_factory(not args.no_progress),
                        ingest_sample=args.ingest_sample, archive_at=args.archive_at or None,
-                       log=lambda line: print(line, flush=True))
+                       log=lambda line: print(line, flush=True), models=args.models or ())
     _write_json(args.out, results)
     print(format_perf_table(results))
     print(f"wrote {args.out}")
@@ -444,6 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--archive-at", type=int, default=10000, metavar="N",
                       help="archive check: build N turns, archive 90%%, compare retrieval with "
                            "a fresh memory of the rest (default 10000; 0 skips it)")
+    perf.add_argument("--models", type=_csv(str), default=None,
+                      help="retrieval models also timed on each memory (e.g. "
+                           "synapse,evermind,synaptic,mnemos,ppr)")
     perf.add_argument("--plot", default=None, metavar="DIR", help="save PNG plots in DIR")
     perf.add_argument("--out", required=True, help="perf JSON")
     perf.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -64,6 +64,7 @@ __all__ = [
     "run_perf",
     "synthetic_queries",
     "synthetic_turns",
+    "time_models",
 ]
 
 logger = logging.getLogger(__name__)
@@ -298,6 +299,54 @@ def _p(values: list[float]) -> dict[str, float]:
     return {key: round(v, 4) for key, v in percentiles(values).items()}
 
 
+def time_models(mem: Any, probes: list[_Probe], k: int, models: Sequence[str], *,
+                writes: int = 20, seed: int = 0) -> dict[str, Any]:
+    """Each retrieval model on the same memory (``config.replace(model=...)``):
+
+    * ``first_query_ms``: its first retrieval, which builds its derived structures (a
+      k-NN table, spike trains, tags);
+    * ``retrieve_ms``: warm retrievals, interleaved query by query with the dense-only
+      query (``dense_only_ms``) and the other models;
+    * ``ingest_ms`` / ``retrieve_after_write_ms``: ``writes`` rounds of one new turn
+      (``add_turns``, consolidation every ``consolidation_interval`` turns; the same write
+      path for every model) followed by one retrieval per model: what a model pays to
+      bring its derived structures up to date after a write.
+    """
+    models = list(models)
+    cfgs = {m: mem.config.replace(model=m) for m in models}
+
+    def ret(p: _Probe, m: str) -> float:
+        t0 = time.perf_counter()
+        mem.retrieve_by_vector(p.text, p.q, k=k, config=cfgs[m])
+        return (time.perf_counter() - t0) * 1000.0
+
+    first = {m: ret(probes[0], m) for m in models}
+    for p in probes[:_WARMUP]:
+        for m in models:
+            ret(p, m)
+    warm: dict[str, list[float]] = {m: [] for m in models}
+    dense: list[float] = []
+    for p in probes:
+        dense.append(_time_dense(mem, p, k))
+        for m in models:
+            warm[m].append(ret(p, m))
+    ingest: list[float] = []
+    after: dict[str, list[float]] = {m: [] for m in models}
+    for j, turn in enumerate(synthetic_turns(writes, seed=seed + 1)):
+        turn = {**turn, "id": f"perf-write-{j}"}
+        t0 = time.perf_counter()
+        mem.add_turns([turn])
+        ingest.append((time.perf_counter() - t0) * 1000.0)
+        for m in [*models[j % len(models):], *models[:j % len(models)]]:  # rotated: the
+            after[m].append(ret(probes[j % len(probes)], m))  # first one pays the recompile
+    d50 = percentiles(dense)["p50"]
+    return {"dense_only_ms": _p(dense), "ingest_ms": _p(ingest), "writes": writes,
+            "models": {m: {"first_query_ms": round(first[m], 3), "retrieve_ms": _p(warm[m]),
+                           "ratio_to_dense_p50": round(percentiles(warm[m])["p50"] / d50, 3)
+                           if d50 else None,
+                           "retrieve_after_write_ms": _p(after[m])} for m in models}}
+
+
 # --------------------------------------------------------------------------------------------
 # real-model measurements
 # --------------------------------------------------------------------------------------------
@@ -351,6 +400,7 @@ def run_perf(
     config: SynapseConfig | None = None,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
+    models: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run the performance benchmark; returns the perf.json object.
 
@@ -360,7 +410,8 @@ def run_perf(
     against a fresh memory of the same active turns. ``progress`` is called like
     ``tqdm(total=..., desc=...)``. ``log`` receives one line per finished stage.
     ``real_embedder`` (default: the packaged MiniLM) is used only for
-    ``ingest_turns_per_s`` and ``embed_query_ms``.
+    ``ingest_turns_per_s`` and ``embed_query_ms``. ``models``: retrieval models also timed
+    on each memory (:func:`time_models`; each run then has a ``"models"`` entry).
     """
     sizes = [int(n) for n in nodes]
     if not sizes or any(isinstance(n, bool) or n < 1 for n in sizes):
@@ -402,6 +453,14 @@ def run_perf(
                 "embed_query_ms": real["embed_query_ms"],
                 "peak_rss_mb": round(peak_rss_mb(), 1),
             }
+            if models:
+                run["models"] = time_models(mem, _probes(mem, texts, qvecs), k, models,
+                                            seed=seed)
+                for m, e in run["models"]["models"].items():
+                    say(f"  {m}: retrieve p50/p95 {e['retrieve_ms']['p50']:.2f}/"
+                        f"{e['retrieve_ms']['p95']:.2f} ms ({e['ratio_to_dense_p50']}x dense), "
+                        f"first {e['first_query_ms']:.0f} ms, after a write p50 "
+                        f"{e['retrieve_after_write_ms']['p50']:.2f} ms")
             runs.append(run)
             say(f"{n} episodes, {st['concepts']} concepts, {st['edges']} edges: built in "
                 f"{build_s:.1f}s ({n / build_s:.0f} turns/s, synthetic vectors); retrieve p50 "
@@ -521,6 +580,19 @@ def format_perf_table(results: dict[str, Any]) -> str:
     if synthetic:
         lines.append("synthetic: memories built from generated turns with hashed unit vectors "
                      "(not the real model); see docs/benchmarks.md")
+    for r in runs:
+        tm = r.get("models")
+        if not tm:
+            continue
+        lines.append(f"models at {r['nodes']} nodes (dense-only {tm['dense_only_ms']['p50']:.2f}/"
+                     f"{tm['dense_only_ms']['p95']:.2f} ms; one-turn ingest "
+                     f"{tm['ingest_ms']['p50']:.1f}/{tm['ingest_ms']['p95']:.1f} ms):")
+        for m, e in tm["models"].items():
+            lines.append(f"  {m:10s} retrieve {e['retrieve_ms']['p50']:.2f}/{e['retrieve_ms']['p95']:.2f}"
+                         f" ms ({e['ratio_to_dense_p50']}x dense p50), after a write "
+                         f"{e['retrieve_after_write_ms']['p50']:.2f}/"
+                         f"{e['retrieve_after_write_ms']['p95']:.2f} ms, first query "
+                         f"{e['first_query_ms']:.0f} ms")
     a = results.get("archive_check")
     if a:
         lines.append(f"archive check at {a['nodes']} turns: {a['archived_nodes']} archived + "
