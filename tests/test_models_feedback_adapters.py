@@ -126,3 +126,28 @@ def test_langgraph_record_node_gives_feedback_from_used_key(mem):
     assert common and all(now[p] == snapshot[p] for p in common)
     with pytest.raises(TypeError, match="used_key"):
         SynapseMemoryNodes(mem, used_key=3)
+
+
+@pytest.mark.server
+def test_feedback_over_rest(tmp_path):
+    pytest.importorskip("fastapi")
+    from _server_helpers import rest_server
+
+    from synapse_integrations import HashingEmbedder, NodeNotFoundError
+    from synapse_integrations.server.client import RemoteMemory
+
+    with rest_server(tmp_path / "mem", embedder=HashingEmbedder()) as srv:
+        remote = RemoteMemory(srv.url, "fb")
+        try:
+            remote.add_turns([{"text": t, "id": f"t{i}"} for i, t in enumerate(TURNS)])
+            remote.consolidate()
+            rep = remote.feedback("skiing", ["t0", "t1"], ["t5"], alpha=0.2)
+            assert rep.used == ("t0", "t1") and rep.unused == ("t5",)
+            assert rep.graph == "memory" and rep.model == "synapse"
+            assert asyncio.run(remote.afeedback("skiing", ["t0"])).used == ("t0",)
+            with pytest.raises(NodeNotFoundError):
+                remote.feedback("skiing", ["nope"])
+            with pytest.raises(InvalidTypeError):
+                remote.feedback("skiing", "t0")
+        finally:
+            remote.close()

@@ -44,7 +44,7 @@ from ..errors import (
     UnknownNamespaceError,
 )
 from ..pool import EnginePool
-from ..types import ConsistencyReport, ConsolidationReport, RetrievalResult
+from ..types import ConsistencyReport, ConsolidationReport, FeedbackReport, RetrievalResult
 from . import wire
 
 httpx = require("httpx", "server")
@@ -92,6 +92,18 @@ def _turn(turn: Any) -> Any:
             out["vector"] = out["vector"].tolist()
         return out
     return turn  # the server names the problem
+
+
+def _feedback_body(query: str, used: Any, unused: Any, alpha: float) -> dict[str, Any]:
+    for what, ids in (("used_ids", used), ("unused_ids", unused)):
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+            raise InvalidTypeError(f"{what} must be a list of memory ids")
+    return {"query": query, "used_ids": list(used), "unused_ids": list(unused), "alpha": alpha}
+
+
+def _report(data: Mapping[str, Any]) -> FeedbackReport:
+    return FeedbackReport(**{**data, "used": tuple(data["used"]),
+                             "unused": tuple(data["unused"])})
 
 
 class RemoteMemory:
@@ -312,6 +324,18 @@ class RemoteMemory:
         kw = {"config": None, "kinds": _DEFAULT_KINDS, "speakers": None, "since": None,
               "until": None, "where": None, **kwargs}
         return self._call("POST", "retrieve", json=self._retrieve_body(query, k, **kw))
+
+    def feedback(self, query: str, used_ids: Sequence[str], unused_ids: Sequence[str] = (), *,
+                 alpha: float = 0.1) -> FeedbackReport:
+        """Usage feedback (``Synapse.feedback``) on the server's memory."""
+        return _report(self._call("POST", "feedback", json=_feedback_body(
+            query, used_ids, unused_ids, alpha)))
+
+    async def afeedback(self, query: str, used_ids: Sequence[str],
+                        unused_ids: Sequence[str] = (), *, alpha: float = 0.1) -> FeedbackReport:
+        """Async twin of :meth:`feedback`."""
+        return _report(await self._acall("POST", "feedback", json=_feedback_body(
+            query, used_ids, unused_ids, alpha)))
 
     def forget(self, ids: Sequence[str] | None = None, *, speaker: str | None = None,
                since: Any = None, until: Any = None, where: Mapping[str, Any] | None = None,

@@ -11,6 +11,7 @@ namespace or id the engine accepts can be named, ``/`` included)::
     POST /v1/namespaces/{namespace}/retrieve           rank memories, filters, the gate's decision
     POST /v1/namespaces/{namespace}/forget             remove for good (ids, speaker, time, where, everything)
     POST /v1/namespaces/{namespace}/update             change a turn (new id; history kept)
+    POST /v1/namespaces/{namespace}/feedback           which memories an answer used (learned weights)
     GET  /v1/namespaces/{namespace}/episodes           episodes in order, paged
     GET  /v1/namespaces/{namespace}/memories/{id}      one memory's attributes
     GET  /v1/namespaces/{namespace}/memories/{id}/exists
@@ -107,6 +108,13 @@ class ForgetIn(_In):
     until: Time = None
     where: Optional[dict[str, Any]] = None
     everything: bool = False
+
+
+class FeedbackIn(_In):
+    query: str
+    used_ids: list[str]
+    unused_ids: list[str] = []
+    alpha: float = 0.1
 
 
 class UpdateIn(_In):
@@ -472,6 +480,13 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
         """Remove episodes for good: by ids, speaker, time range, metadata, or everything."""
         return {"removed": svc.forget(_ns(namespace), body.ids, speaker=body.speaker, since=body.since,
                                       until=body.until, where=body.where, everything=body.everything)}
+
+    @r.post("/namespaces/{namespace}/feedback", tags=tag)
+    def feedback(namespace: str, body: FeedbackIn) -> dict[str, Any]:
+        """Usage feedback: the memories an answer to ``query`` used and those it did not
+        (``Synapse.feedback``); returns what was learned."""
+        return svc.feedback(_ns(namespace), body.query, body.used_ids, body.unused_ids,
+                            alpha=body.alpha)
 
     @r.post("/namespaces/{namespace}/update", tags=tag)
     def update(namespace: str, body: UpdateIn) -> dict[str, str]:

@@ -263,6 +263,12 @@ class MemoryService:
         return self.engine(namespace).forget(ids, speaker=speaker, since=since, until=until,
                                              where=where, everything=everything)
 
+    def feedback(self, namespace: Any, query: Any, used_ids: Any, unused_ids: Any = (), *,
+                 alpha: Any = 0.1) -> dict[str, Any]:
+        """Usage feedback (see ``Synapse.feedback``); returns the report as a dict."""
+        report = self.engine(namespace).feedback(query, used_ids, unused_ids, alpha=alpha)
+        return dataclasses.asdict(report)
+
     def consolidate(self, namespace: Any) -> dict[str, Any]:
         return wire.report_to_wire(self.engine(namespace).consolidate())
 
