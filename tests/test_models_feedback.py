@@ -211,3 +211,43 @@ def test_bad_feedback_is_a_clear_error(tmp_path, embedder, args, kwargs, error, 
             mem.feedback(*args, **kwargs)
     finally:
         mem.close()
+
+
+# -- snapshots holding what the models learned ------------------------------------------------
+def _files(graph: MemoryGraph) -> dict:
+    return {"graph": graph.to_json(), "state": {"pending": [], "last_episode": None,
+                                                "windows": 0}}
+
+
+def _graph(**node_attrs) -> MemoryGraph:
+    g = MemoryGraph(2)
+    for i in range(2):
+        g.add_node(f"n{i}", np.array([1.0, 0.0]), kind="episode", text=str(i), **node_attrs)
+    return g
+
+
+def test_snapshot_validation_refuses_bad_learned_state():
+    from synapse_integrations import SnapshotError
+    from synapse_integrations.core.models.synaptic import MAX_SPIKES
+    from synapse_integrations.core.validation import validate_snapshot
+
+    manifest = {"namespace": "ns", "config": SynapseConfig().to_dict()}
+    good = _graph(spikes=[[1.7e9, 0.5]], affect=[0.1, 0.2, 0.3])
+    good.set_learned("evermind", [("n0", "n1")], [0.7])
+    validate_snapshot(manifest, _files(good), namespace="ns")
+    restored = MemoryGraph.from_json(good.to_json(), dim=2)
+    assert restored.learned == {"evermind": {("n0", "n1"): 0.7}}
+    bad = _graph()
+    bad.set_learned("evermind", [("n0", "n1")], [1.5])
+    with pytest.raises(SnapshotError, match="learned weight"):
+        validate_snapshot(manifest, _files(bad), namespace="ns")
+    data = good.to_json()
+    data["learned"] = {"evermind": [["n0", 3, 0.5]]}
+    with pytest.raises(SnapshotError, match="learned-weights"):
+        MemoryGraph.from_json(data, dim=2)
+    too_long = [[1.7e9 + i, 1.0] for i in range(MAX_SPIKES + 1)]
+    for attrs, words in (({"spikes": too_long}, "spike train"),
+                         ({"spikes": [[1.7e9, float("nan")]]}, "spike train"),
+                         ({"affect": [0.1, 0.2]}, "affect")):
+        with pytest.raises(SnapshotError, match=words):
+            validate_snapshot(manifest, _files(_graph(**attrs)), namespace="ns")
