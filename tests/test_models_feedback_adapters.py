@@ -151,3 +151,15 @@ def test_feedback_over_rest(tmp_path):
                 remote.feedback("skiing", "t0")
         finally:
             remote.close()
+
+
+def test_llama_index_retriever_feedback_with_nodes(mem):
+    pytest.importorskip("llama_index.core")
+    from synapse_integrations.llama_index import SynapseRetriever
+
+    retriever = SynapseRetriever(mem, k=4)
+    nodes = retriever.retrieve("skiing at Whistler")
+    rep = retriever.feedback("skiing at Whistler", used=nodes[:2], unused=nodes[2:])
+    assert rep.used == tuple(n.node.node_id for n in nodes[:2])
+    assert rep.unused == tuple(n.node.node_id for n in nodes[2:])
+    assert asyncio.run(retriever.afeedback("skiing", used=[nodes[0]])).used == (nodes[0].node.node_id,)

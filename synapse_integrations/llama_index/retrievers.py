@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from .._adapter_utils import item_metadata, require
-from ..types import MemoryEngine, RetrievalResult
+from .._adapter_utils import feedback_engine, item_metadata, memory_ids, require
+from ..types import FeedbackReport, MemoryEngine, RetrievalResult
 
 require("llama_index.core", "llamaindex")
 
@@ -84,6 +85,9 @@ class SynapseRetriever(BaseRetriever):
         kinds: which node kinds to return: the memories (``"episode"``, default), and the
             concept nodes that link them too with ``("episode", "concept")``.
         include_rejected: return the ranked items even when the gate rejected the query.
+
+    After an answer, :meth:`feedback` tells the memory which nodes it used (a query
+    engine's ``response.source_nodes``, say) and which it did not (``Synapse.feedback``).
     """
 
     def __init__(self, engine: MemoryEngine, k: int = 10, *, kinds: tuple[str, ...] = ("episode",),
@@ -104,3 +108,16 @@ class SynapseRetriever(BaseRetriever):
         result = await self.engine.aretrieve(query_bundle.query_str, k=self.k, kinds=self.kinds)
         dispatcher.event(gate_event(result))
         return to_nodes(result, kinds=self.kinds, include_rejected=self.include_rejected)
+
+    def feedback(self, query: str, used: Sequence[NodeWithScore | str],
+                 unused: Sequence[NodeWithScore | str] = ()) -> FeedbackReport:
+        """Usage feedback for ``query``: the nodes (or memory ids) an answer used, and those
+        it was shown and did not use."""
+        return feedback_engine(self.engine).feedback(
+            query, memory_ids(used, "used"), memory_ids(unused, "unused"))
+
+    async def afeedback(self, query: str, used: Sequence[NodeWithScore | str],
+                        unused: Sequence[NodeWithScore | str] = ()) -> FeedbackReport:
+        """Async twin of :meth:`feedback`."""
+        return await feedback_engine(self.engine).afeedback(
+            query, memory_ids(used, "used"), memory_ids(unused, "unused"))
