@@ -468,8 +468,21 @@ class MnemosModel:
         def build(v: GraphView) -> np.ndarray:
             texts = v.node_values("text", "")
             stored = v.node_values("affect", None)
-            return np.array([_stored_state(a) or self.tag(t if isinstance(t, str) else "")
-                             for t, a in zip(texts, stored)], dtype=np.float64).reshape(-1, 3)
+            out = np.zeros((v.n, 3))
+            ok = np.zeros(v.n, dtype=bool)
+            for k, a in enumerate(stored):  # the common case: a stored [v, a, c] list
+                if type(a) is list and len(a) == 3:
+                    try:
+                        out[k] = a
+                        ok[k] = True
+                    except (TypeError, ValueError):
+                        pass
+            ok &= np.isfinite(out).all(axis=1)
+            out = np.clip(out, [-1.0, 0.0, 0.0], [1.0, 1.0, 1.0])
+            for k in np.flatnonzero(~ok):  # no valid stored tags: tag the text
+                t = texts[k]
+                out[k] = _stored_state(stored[k]) or self.tag(t if isinstance(t, str) else "")
+            return out
         return view.derived("mnemos.states", build)
 
     def graph(self, view: GraphView, config: SynapseConfig) -> tuple[np.ndarray, np.ndarray,

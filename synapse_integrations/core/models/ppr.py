@@ -144,6 +144,7 @@ PARAMS = prm.ParamSpec("ppr", {
     "damping": (0.5, _damping),
     "tol": (1e-6, prm.positive),
     "max_iter": (100, prm.positive_int),
+    "candidates": (200, prm.positive_int),
     "rank": ("model", prm.choice("model", "hybrid")),
 })
 
@@ -157,12 +158,15 @@ class PPRModel:
         probability of following an edge at each step (HippoRAG's value; see the module).
     ``tol`` 1e-6, ``max_iter`` 100
         the power iteration's stopping rule (L1 change).
+    ``candidates`` 200 (ours)
+        the nodes with the highest PPR scores ranked besides the anchors (a walk reaches
+        most of a connected memory; scoring all of them costs more than the walk).
     ``rank`` "model"
         ``"model"``: rank by the PPR score, as HippoRAG does; ``"hybrid"``: leave the
         ranking to the engine's hybrid score.
 
     Activation: the PPR score divided by its maximum (so the top node has 1.0, as with the
-    engine's PageRank); every node with a positive score is a candidate. The transition
+    engine's PageRank); the ``candidates`` best nodes with a positive score are ranked. The transition
     matrix is built once per graph version. Without edges (or ``use_graph=False``) the
     walk cannot leave the anchors: the score is the teleport distribution.
     """
@@ -184,7 +188,10 @@ class PPRModel:
             x = teleport
         x = np.clip(x, 0.0, None)
         a = x / x.max()
-        return Activation(a, score=a if p["rank"] == "model" else None)
+        positive = np.flatnonzero(a > 0)
+        if positive.size > p["candidates"]:
+            positive = positive[np.argpartition(-a[positive], p["candidates"] - 1)[:p["candidates"]]]
+        return Activation(a, reached=np.sort(positive), score=a if p["rank"] == "model" else None)
 
     def learnable_edges(self, view: GraphView, config: SynapseConfig) -> LearnableEdges:
         """The memory graph's own edges (the walk's transitions; feedback marks them

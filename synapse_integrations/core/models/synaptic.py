@@ -88,6 +88,7 @@ __all__ = [
     "lif_run_reference",
     "propagate_stimulus",
     "propagate_stimulus_reference",
+    "event_trains",
     "spike_trains",
     "tau_after",
     "tau_increment",
@@ -375,11 +376,13 @@ def _seconds(x: Any) -> float | None:
     return float(x)
 
 
-def spike_trains(view: GraphView) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
-    """Each node's spike train ``(times, values)``, times in epoch seconds, sorted: an
-    episode's event time (``ts``, else ``ingest_ts``), a concept's linked episodes' event
-    times (edges either way), each with value 1; plus the node's recorded ``spikes``
-    (``[[seconds, value], ...]``)."""
+Train = tuple[tuple[float, ...], tuple[float, ...]]
+
+
+def event_trains(view: GraphView) -> list[Train]:
+    """Each node's spike train from the memory's own events, ``(times, values)`` sorted:
+    an episode's event time (``ts``, else ``ingest_ts``), a concept's linked episodes'
+    event times (edges either way), each with value 1 (built once per graph version)."""
     n = view.n
     ts = view.node_values("ts", None)
     ingest = view.node_values("ingest_ts", None)
@@ -397,16 +400,29 @@ def spike_trains(view: GraphView) -> list[tuple[tuple[float, ...], tuple[float, 
     for c, e in pairs:
         if own[e] is not None:
             events[c].append((own[e], 1.0))
-    for k, rec in enumerate(view.node_values("spikes", None)):
-        if rec:
-            for item in rec:
-                t, val = (_seconds(item[0]), _seconds(item[1])) if len(item) == 2 else (None, None)
-                if t is not None and val is not None:
-                    events[k].append((t, val))
     out = []
     for ev in events:
         ev.sort()
         out.append((tuple(t for t, _ in ev), tuple(v for _, v in ev)))
+    return out
+
+
+def spike_trains(view: GraphView, base: Sequence[Train] | None = None) -> list[Train]:
+    """Each node's spike train ``(times, values)``, times in epoch seconds, sorted: its
+    :func:`event_trains` (``base``, computed when not given) plus the stimuli recorded at
+    retrieval in its ``spikes`` attribute (``[[seconds, value], ...]``). A node without
+    recorded stimuli keeps its base train object."""
+    base = event_trains(view) if base is None else base
+    out = list(base)
+    for k, rec in enumerate(view.node_values("spikes", None)):
+        if rec:
+            ev = list(zip(*base[k]))
+            for item in rec:
+                t, val = (_seconds(item[0]), _seconds(item[1])) if len(item) == 2 else (None, None)
+                if t is not None and val is not None:
+                    ev.append((t, val))
+            ev.sort()
+            out[k] = (tuple(t for t, _ in ev), tuple(v for _, v in ev))
     return out
 
 
@@ -485,10 +501,15 @@ class SynapticModel:
         self._lock = threading.Lock()
         self._binding_cache: dict[tuple[Any, ...], float] = {}
         self._state_cache: dict[tuple[Any, ...], LIFState] = {}
+        # per neuron setting: (view, trains, states) of the last build (see _states)
+        self._last_states: dict[tuple[Any, ...], tuple[Any, list[Train], np.ndarray]] = {}
 
     # -- per view ---------------------------------------------------------------------------
-    def _trains(self, view: GraphView) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
-        return view.derived("synaptic.trains", spike_trains)
+    def _trains(self, view: GraphView) -> list[Train]:
+        # the events' trains live under another prefix than "synaptic.": recording spikes
+        # drops only the merged trains and what depends on them
+        base = view.derived("synaptic-events", event_trains)
+        return view.derived("synaptic.trains", lambda v: spike_trains(v, base))
 
     def _flat_times(self, view: GraphView) -> tuple[np.ndarray, np.ndarray]:
         """Every node's spike times, concatenated (epoch seconds), and each node's offset."""
@@ -507,7 +528,15 @@ class SynapticModel:
         def build(v: GraphView) -> tuple[np.ndarray, ...]:
             trains = self._trains(v)
             out = np.empty((len(trains), 4))
-            for k, (times, values) in enumerate(trains):
+            # after spikes were recorded on the same view, only the changed trains are new
+            # objects: the other rows are copied from the last build
+            last = self._last_states.get(key)
+            same = last is not None and last[0] is v and len(last[1]) == len(trains)
+            for k, train in enumerate(trains):
+                if same and last[1][k] is train:
+                    out[k] = last[2][k]
+                    continue
+                times, values = train
                 ck = (key, times, values)
                 with self._lock:
                     st = self._state_cache.get(ck)
@@ -519,6 +548,7 @@ class SynapticModel:
                             self._state_cache.clear()
                         self._state_cache[ck] = st
                 out[k] = (st.v, st.i, st.tau, st.t_last * unit if times else -np.inf)
+            self._last_states[key] = (v, trains, out)
             return tuple(out.T)
 
         return view.derived(f"synaptic.states:{key!r}", build)
