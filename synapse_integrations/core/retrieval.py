@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..config import SynapseConfig
 from ..errors import InvalidInputError, InvalidTypeError
 from ..types import RetrievalResult, RetrievedItem, ScoreComponents
-from . import echoes, scoring
+from . import echoes, gate, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
@@ -432,7 +432,11 @@ class Retriever:
             confidence = float(run.sim[top])
         else:
             confidence = float(run.activation[top])
-        rejected = cfg.use_gate and scoring.gate(confidence, tau=cfg.gate_tau)
+        verdict = None
+        if cfg.use_gate:  # topic, attribution and presence checks (core/gate.py)
+            turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
+            verdict = gate.evaluate(view, self.state.bm25, query, cfg, confidence, turns)
+        rejected = verdict is not None and verdict.rejected
         if cfg.entity_feedback and cfg.use_graph:
             found = feedback_entities(self.state, view, run, cfg.entity_feedback, query)
             if found:
@@ -462,8 +466,9 @@ class Retriever:
                        run.parents, activation)
             for j in run.order
         )
-        return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau),
-                         tuple(a for a in activated if a is not None), run.spikes)
+        return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau,
+                                         verdict), tuple(a for a in activated if a is not None),
+                         run.spikes)
 
 
 class RetrievalSteps:

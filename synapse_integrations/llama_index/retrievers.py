@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 from .._adapter_utils import feedback_engine, item_metadata, memory_ids, require
 from ..types import FeedbackReport, MemoryEngine, RetrievalResult
@@ -32,6 +32,8 @@ class SynapseGateEvent(BaseEvent):
     gate_tau: float
     candidates: int
     ids: list[str]
+    check: Optional[str] = None  # the gate check that decided ("topic", "attribution", ...)
+    reason: str = ""
 
     @classmethod
     def class_name(cls) -> str:
@@ -42,7 +44,9 @@ def gate_event(result: RetrievalResult) -> SynapseGateEvent:
     """The gate's decision on ``result`` as an instrumentation event."""
     return SynapseGateEvent(query=result.query, rejected=result.rejected,
                             confidence=float(result.confidence), gate_tau=float(result.gate_tau),
-                            candidates=len(result.items), ids=[it.id for it in result.accepted])
+                            candidates=len(result.items), ids=[it.id for it in result.accepted],
+                            check=result.verdict.check if result.verdict is not None else None,
+                            reason=result.reason)
 
 # what the LLM sees next to a memory's text; the rest of the metadata is for inspection
 _LLM_KEYS = ("speaker", "timestamp")
