@@ -22,9 +22,11 @@ DECISIONS (the paper leaves these open; docs/models.md explains each):
 - Spike trains are derived from the view: an episode was stimulated when it happened
   (``ts``, else ``ingest_ts``), a concept each time one of its linked episodes happened,
   each with stimulus 1; plus any stimuli recorded in a node's ``spikes`` attribute (a list
-  of ``[epoch seconds, value]``): the hook through which the engine will record retrieval
-  stimuli (a model must not write during ``activate``). The query is a node stimulated
-  once, at the query time (``query_time``; default: the latest event in the view).
+  of ``[epoch seconds, value]``): the stimuli of earlier retrievals, which the engine
+  records after each one (the model returns them as ``Activation.spikes``: a model must
+  not write during ``activate``; the last ``MAX_SPIKES`` are kept). The query is a node
+  stimulated once, at the query time (``query_time``, else the query's own time, else the
+  latest event in the view).
 - Times are in ``time_unit`` (days by default), times ``t_scale``.
 - ``tau`` of Eq. 1 ("the average strength of the connected memory nodes") is
   ``tau_scale`` times the mean of the two nodes' LIF time constants, each that of Eq. 4
