@@ -55,7 +55,7 @@ __all__ = ["FRAME_WORDS", "attribute_terms", "attribution_gap", "decide", "evalu
 #: terms, whose coverage the checks measure.
 FRAME_WORDS = frozenset("""
 kind type sort name named called mention mentioned mentions say said says tell told ever
-recently currently
+recently currently now still lately anymore usually
 """.split())
 
 
@@ -209,9 +209,10 @@ _SECOND = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself)\b"
 
 def turn_about(text: str, speaker: str | None, names: Sequence[str]) -> frozenset[str]:
     """Whom one turn is about, among ``names``: its speaker when it speaks in the first
-    person or addresses no one; another person when it addresses them (``you``/``your``:
-    every other name; their name, or a prefix of it of 3+ letters such as "Mel" for
-    Melanie: that one). "That charity race sounds great, Mel!" is about Mel.
+    person or addresses no one; another person when it addresses them (``you``/``your``
+    or a question: every other name; their name, or a prefix of it of 3+ letters such as
+    "Mel" for Melanie: that one). "That charity race sounds great, Mel!" is about Mel;
+    "How's work?" asks about the listener, it says nothing of its speaker.
 
     >>> sorted(turn_about("Caroline: That race sounds great, Mel!", "Caroline",
     ...                   ["Caroline", "Melanie"]))
@@ -222,7 +223,7 @@ def turn_about(text: str, speaker: str | None, names: Sequence[str]) -> frozense
     body = text[len(speaker) + 1:] if speaker and text.startswith(f"{speaker}:") else text
     words = set(re.findall(r"[a-z]{3,}", body.lower()))
     addressed = [nm for nm in names if nm != speaker and any(nm.lower().startswith(w) for w in words)]
-    second = bool(_SECOND.search(body))
+    second = bool(_SECOND.search(body)) or "?" in body
     out = set(addressed or ([nm for nm in names if nm != speaker] if second else []))
     if speaker in names and (_FIRST.search(body) or not (second or addressed)):
         out.add(speaker)  # type: ignore[arg-type]
