@@ -102,6 +102,9 @@ class SynapseConfig:
             carry and its lead over any other turn; no other node gains anything. Spreading activation rewards turns in well-connected
             clusters, so without it a turn singled out by a rare token can rank below its
             near-duplicates (docs/benchmarks.md, "Exact identifiers").
+        distinct_similarity_ratio: only turns whose cosine with the query is at least this
+            fraction of the best turn's can be singled out (in a small memory every word is
+            rare: "Where does Sam live now?" must not lift the one turn saying "now").
         top_k: default number of items returned.
         superseded_weight: an episode replaced by a newer version (:meth:`Synapse.update`)
             scores this fraction of its score, and always below its replacement when both
@@ -173,6 +176,7 @@ class SynapseConfig:
     weight_pagerank: float = 0.1
     weight_lexical: float = 0.3
     weight_distinct: float = 1.0
+    distinct_similarity_ratio: float = 0.8
     pagerank_damping: float = 0.85
     top_k: int = 30
     superseded_weight: float = 0.5
@@ -181,7 +185,7 @@ class SynapseConfig:
     feedback_weight: float = 0.5
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
-    gate_attribution_margin: float = 0.1
+    gate_attribution_margin: float = 0.05
     gate_presence_min: float = 0.0
 
     # --- mechanism switches
@@ -213,6 +217,7 @@ class SynapseConfig:
             need(-1.0 <= v <= 1.0, f"{name} must be a cosine in [-1, 1], got {v!r}")
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
+                     "distinct_similarity_ratio",
                      "gate_presence_min"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")

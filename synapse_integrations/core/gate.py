@@ -55,7 +55,7 @@ __all__ = ["FRAME_WORDS", "attribute_terms", "attribution_gap", "decide", "evalu
 #: terms, whose coverage the checks measure.
 FRAME_WORDS = frozenset("""
 kind type sort name named called mention mentioned mentions say said says tell told ever
-recently currently
+recently currently now still lately anymore usually
 """.split())
 
 
@@ -153,7 +153,7 @@ def decide(*, topic_ok: bool, confidence: float, tau: float, signal: str,
     if present is not None:
         share, evidence, terms = present
         signals["presence"] = share
-        if share < presence_min:
+        if presence_min > 0 and share < presence_min:
             what = ", ".join(repr(t) for t in terms[:6]) or "its words"
             return GateVerdict(True, "presence", f"no memory holds what the question asks about "
                                f"({what}): the best turn covers {share:.2f} < {presence_min:g} "
@@ -191,12 +191,12 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
                 gap, o, _ = attribution_gap(cov, owned, eligible & ~owned)
                 if o >= 0:
                     attribution = (gap, named[0], str(spk[o]), view.ids[o])
-            if cfg.gate_presence_min > 0:
-                unseen = len(terms) - len(used)
-                idf_unseen = math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5)
-                seen_share = mass / (mass + unseen * idf_unseen) if mass > 0 else 0.0
-                share, at = presence(cov, subject, seen_share)
-                present = (share, view.ids[at] if at >= 0 else None, terms)
+            # measured always (benchmarks sweep it); it decides when gate_presence_min > 0
+            unseen = len(terms) - len(used)
+            idf_unseen = math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5)
+            seen_share = mass / (mass + unseen * idf_unseen) if mass > 0 else 0.0
+            share, at = presence(cov, subject, seen_share)
+            present = (share, view.ids[at] if at >= 0 else None, terms)
     return decide(topic_ok=topic_ok, confidence=confidence, tau=cfg.gate_tau,
                   signal=cfg.gate_signal, attribution=attribution,
                   margin=cfg.gate_attribution_margin, present=present,
@@ -209,9 +209,10 @@ _SECOND = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself)\b"
 
 def turn_about(text: str, speaker: str | None, names: Sequence[str]) -> frozenset[str]:
     """Whom one turn is about, among ``names``: its speaker when it speaks in the first
-    person or addresses no one; another person when it addresses them (``you``/``your``:
-    every other name; their name, or a prefix of it of 3+ letters such as "Mel" for
-    Melanie: that one). "That charity race sounds great, Mel!" is about Mel.
+    person or addresses no one; another person when it addresses them (``you``/``your``
+    or a question: every other name; their name, or a prefix of it of 3+ letters such as
+    "Mel" for Melanie: that one). "That charity race sounds great, Mel!" is about Mel;
+    "How's work?" asks about the listener, it says nothing of its speaker.
 
     >>> sorted(turn_about("Caroline: That race sounds great, Mel!", "Caroline",
     ...                   ["Caroline", "Melanie"]))
@@ -222,7 +223,7 @@ def turn_about(text: str, speaker: str | None, names: Sequence[str]) -> frozense
     body = text[len(speaker) + 1:] if speaker and text.startswith(f"{speaker}:") else text
     words = set(re.findall(r"[a-z]{3,}", body.lower()))
     addressed = [nm for nm in names if nm != speaker and any(nm.lower().startswith(w) for w in words)]
-    second = bool(_SECOND.search(body))
+    second = bool(_SECOND.search(body)) or "?" in body
     out = set(addressed or ([nm for nm in names if nm != speaker] if second else []))
     if speaker in names and (_FIRST.search(body) or not (second or addressed)):
         out.add(speaker)  # type: ignore[arg-type]

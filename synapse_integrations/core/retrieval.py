@@ -218,8 +218,13 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
     if cfg.uses_distinct_score:  # rare tokens only one turn (in scope) contains
         turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
-        distinct = scoring.singled_out(
-            state.bm25.exclusive_share(text, view.index, view.n, turns))[cand]
+        share = state.bm25.exclusive_share(text, view.index, view.n, turns)
+        # the exact token singles a turn out only if the turn is about the question too
+        # (its cosine within distinct_similarity_ratio of the best turn's): in a small
+        # memory every word is rare, and "now" alone must not lift "Sending it now"
+        best_sim = float(sim_all[turns].max()) if turns.any() else 0.0
+        share[sim_all < cfg.distinct_similarity_ratio * best_sim] = 0.0
+        distinct = scoring.singled_out(share)[cand]
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical, distinct=distinct)
     hybrid = score
