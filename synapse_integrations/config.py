@@ -39,7 +39,7 @@ INT_LIMITS: dict[str, int] = {
     "consolidation_interval": 100_000, "association_top_k": 10_000, "prune_top_k": 10_000,
     "dormancy_windows": 1_000_000, "anchor_top_k": 10_000, "inhibition_top_m": 10_000,
     "iterations": 100, "top_k": 100_000, "max_concepts_per_window": 1_000,
-    "entity_feedback": 100,
+    "entity_feedback": 100, "concepts_per_turn": 1_000,
 }
 MAX_EMBEDDING_DIM = 65_536
 #: Upper bound of the non-negative real fields (weights, rates, factors).
@@ -144,6 +144,7 @@ class SynapseConfig:
     dormancy_epsilon: float = 0.01
     dormancy_windows: int = 10
     max_concepts_per_window: int = 12
+    concepts_per_turn: int = 0
 
     # --- retrieval: triggers and dynamics (section 3.2)
     model: str = "synapse"
@@ -158,6 +159,7 @@ class SynapseConfig:
     sigmoid_theta: float = 0.5
     iterations: int = 2
     fan_exponent: float = 0.5
+    fan_in_exponent: float = 0.0
 
     # --- retrieval: hybrid score and gate (sections 3.3, 3.4)
     weight_similarity: float = 0.5
@@ -211,7 +213,7 @@ class SynapseConfig:
              f"got {self.consolidation_interval!r}")
         for name in ("association_top_k", "prune_top_k", "dormancy_windows", "anchor_top_k",
                      "inhibition_top_m", "iterations", "top_k", "max_concepts_per_window",
-                     "entity_feedback"):
+                     "entity_feedback", "concepts_per_turn"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT_LIMITS[name],
                  f"{name} must be an int in [0, {INT_LIMITS[name]}], got {v!r}")
@@ -219,6 +221,7 @@ class SynapseConfig:
         for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
                      "sigmoid_gamma", "weight_similarity", "weight_activation",
                      "weight_pagerank", "weight_lexical", "weight_distinct", "fan_exponent",
+                     "fan_in_exponent",
                      "gate_tau",
                      "feedback_weight"):
             v = getattr(self, name)
@@ -252,9 +255,10 @@ class SynapseConfig:
         """Keyword arguments of the propagation matrix (``Compiled.propagation``).
 
         >>> SynapseConfig(use_fan_effect=False).propagation_params()
-        {'use_fan_effect': False, 'fan_exponent': 0.5}
+        {'use_fan_effect': False, 'fan_exponent': 0.5, 'fan_in_exponent': 0.0}
         """
-        return {"use_fan_effect": self.use_fan_effect, "fan_exponent": self.fan_exponent}
+        return {"use_fan_effect": self.use_fan_effect, "fan_exponent": self.fan_exponent,
+                "fan_in_exponent": self.fan_in_exponent}
 
     def spread_params(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~synapse_integrations.core.dynamics.spread_activation`
@@ -310,7 +314,7 @@ class SynapseConfig:
         "embedding_dim", "consolidation_interval", "dedup_threshold", "ema_momentum",
         "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
         "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
-        "dormancy_windows", "max_concepts_per_window", "pagerank_damping",
+        "dormancy_windows", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",
     )
 
     def graph_signature(self) -> tuple[Any, ...]:

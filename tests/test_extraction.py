@@ -529,3 +529,19 @@ def test_import_does_not_load_langchain():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_per_turn_share_keeps_a_concept_for_every_turn():
+    from synapse_integrations.types import Turn
+
+    window = [Turn("a", "The garden needs water. The garden hose leaks, the garden shed too, "
+                        "garden garden.", speaker="assistant"),
+              Turn("b", "I own three bikes now.", speaker="user")]
+    # by rank alone the long turn's words fill the budget left after the two speakers
+    plain = OfflineExtractor(max_concepts=4).extract(window).concepts
+    assert [c.name for c in plain] == ["assistant", "user", "garden", "water"]
+    fair = OfflineExtractor(max_concepts=4, per_turn=1).extract(window).concepts
+    assert [c.name for c in fair] == ["assistant", "user", "garden", "bike"]
+    assert fair[3].source_ids == ("b",)
+    with pytest.raises(Exception, match="per_turn"):
+        OfflineExtractor(per_turn=-1)
