@@ -71,6 +71,12 @@ class SynapseConfig:
         temporal_rho / temporal_unit: temporal edge weight ``exp(-rho * |dt|)``, dt in this unit.
         temporal_bidirectional: also link each episode back to the previous one.
         prune_top_k: keep only the K strongest incoming edges of each node.
+        max_concepts_per_window: the extractor's budget of concepts per window.
+        concepts_per_turn: ``K > 0`` shares that budget fairly: after the speakers, each
+            turn of the window takes its best concept in turn, round after round, and links
+            to at most ``K`` concepts (speakers aside), so a long turn neither uses up the
+            budget nor collects links by being long; 0 (default) keeps the ranked budget
+            (docs/benchmarks.md, "Long haystacks": it helped LongMemEval, cost LoCoMo).
         dormancy_epsilon / dormancy_windows: nodes whose activation stays below epsilon for W
             consolidation windows are archived (moved out of the active graph, recoverable).
 
@@ -88,6 +94,9 @@ class SynapseConfig:
         sigmoid firing (gamma, theta), iterations (T).
         fan_exponent: the fan effect divides an edge's weight by ``out_degree(src) **
             fan_exponent`` (the paper: 1, plain division; 0 is no fan effect).
+        fan_in_exponent: also divide it by ``in_degree(dst) ** fan_in_exponent``, so a
+            node's inflow is a mean over its in-neighbours rather than a sum (0, the
+            paper and the default: a sum; measured in docs/benchmarks.md, "Long haystacks").
         weight_similarity / weight_activation / weight_pagerank: the hybrid score's lambdas.
         score_all_nodes: rank every active node by the hybrid score (the paper ranks only
             the anchors and the nodes activation reached, so a node that dense search

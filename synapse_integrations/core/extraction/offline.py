@@ -325,7 +325,7 @@ class OfflineExtractor(BaseExtractor):
             if not (c.kind == "phrase" and " " in c.name and c.mentions < _MIN_PHRASE_MENTIONS)
         ]
         ranked.sort(key=lambda c: (_KIND_RANK[c.kind], -c.score(), c.order))
-        kept = _fair_share(ranked, [t.id for t in window], self.per_turn)[: self.max_concepts]
+        kept = _fair_share(ranked, [t.id for t in window], self.per_turn, self.max_concepts)
 
         concepts = tuple(
             Concept(
@@ -350,21 +350,38 @@ class OfflineExtractor(BaseExtractor):
         return Extraction(concepts=concepts, relations=tuple(relations))
 
 
-def _fair_share(ranked: list[_Candidate], turn_ids: list[str], per_turn: int
-                ) -> list[_Candidate]:
-    """``ranked`` reordered so that each turn's ``per_turn`` best concepts (speakers
-    aside) come right after the speakers, in turn order, and the rest follow in rank
-    order: a long turn with many frequent words cannot use up the window's budget and
-    leave a short turn with no concept of its own (0: ``ranked`` unchanged)."""
+def _fair_share(ranked: list[_Candidate], turn_ids: list[str], per_turn: int,
+                budget: int) -> list[_Candidate]:
+    """The ``budget`` concepts kept when each turn may link to at most ``per_turn`` concepts
+    besides the speakers (0: no limit, ``ranked[:budget]`` unchanged).
+
+    The speakers come first; then, round after round, each turn in order takes its best
+    concept not yet kept, until every turn has ``per_turn`` or the budget is spent; a
+    concept's ``source_ids`` keep only the turns that took it or that it was kept for
+    anyway. A long turn with many frequent words can neither use up the window's budget
+    and leave a short turn with no concept of its own, nor collect links (and with them
+    activation) just by being long.
+    """
     if per_turn <= 0:
-        return ranked
-    head = [c for c in ranked if c.kind == "speaker"]
-    taken = {id(c) for c in head}
-    for tid in turn_ids:
-        own = [c for c in ranked if id(c) not in taken and tid in c.source_ids][:per_turn]
-        head += own
-        taken.update(id(c) for c in own)
-    return head + [c for c in ranked if id(c) not in taken]
+        return ranked[:budget]
+    kept = [c for c in ranked if c.kind == "speaker"][:budget]
+    chosen: dict[str, list[_Candidate]] = {t: [] for t in turn_ids}
+    for _ in range(per_turn):
+        for tid in turn_ids:
+            mine = chosen[tid]
+            if len(kept) >= budget or len(mine) >= per_turn:
+                continue
+            # the turn's best concept: one already kept (costs nothing) or the next new one
+            for c in ranked:
+                if c.kind != "speaker" and tid in c.source_ids and c not in mine:
+                    mine.append(c)
+                    if c not in kept:
+                        kept.append(c)
+                    break
+    for c in kept:
+        if c.kind != "speaker":
+            c.source_ids = [t for t in c.source_ids if c in chosen.get(t, ())]
+    return kept
 
 
 _KIND_RANK = {"speaker": 0, "entity": 1, "phrase": 2}
