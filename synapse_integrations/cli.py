@@ -207,6 +207,16 @@ def format_gate(gate: dict[str, Any] | None, refuse: str, answer: str) -> list[s
     for row in gate["sweep"]:
         lines.append(f"  {row['tau']:<6g} {100 * row['adversarial_rejection']:>20.1f} "
                      f"{100 * row['false_refusal']:>14.1f}")
+    if "decision" in gate:
+        d = gate["decision"]
+        lines.append(f"whole gate as decided (topic + evidence checks): {refuse} rejected "
+                     f"{100 * d['adversarial_rejection']:.1f}%, false refusals "
+                     f"{100 * d['false_refusal']:.1f}%; rejections by check {gate['checks']}")
+        for name, key in (("attribution_sweep", "margin"), ("presence_sweep", "presence_min")):
+            lines.append(f"  {key:<13}{refuse + ' rejected':>20}  false refusal   ({name})")
+            for row in gate[name]:
+                lines.append(f"  {row[key]:<13g}{100 * row['adversarial_rejection']:>20.1f} "
+                             f"{100 * row['false_refusal']:>14.1f}")
     return lines
 
 

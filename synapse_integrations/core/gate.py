@@ -153,7 +153,7 @@ def decide(*, topic_ok: bool, confidence: float, tau: float, signal: str,
     if present is not None:
         share, evidence, terms = present
         signals["presence"] = share
-        if share < presence_min:
+        if presence_min > 0 and share < presence_min:
             what = ", ".join(repr(t) for t in terms[:6]) or "its words"
             return GateVerdict(True, "presence", f"no memory holds what the question asks about "
                                f"({what}): the best turn covers {share:.2f} < {presence_min:g} "
@@ -191,12 +191,12 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
                 gap, o, _ = attribution_gap(cov, owned, eligible & ~owned)
                 if o >= 0:
                     attribution = (gap, named[0], str(spk[o]), view.ids[o])
-            if cfg.gate_presence_min > 0:
-                unseen = len(terms) - len(used)
-                idf_unseen = math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5)
-                seen_share = mass / (mass + unseen * idf_unseen) if mass > 0 else 0.0
-                share, at = presence(cov, subject, seen_share)
-                present = (share, view.ids[at] if at >= 0 else None, terms)
+            # measured always (benchmarks sweep it); it decides when gate_presence_min > 0
+            unseen = len(terms) - len(used)
+            idf_unseen = math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5)
+            seen_share = mass / (mass + unseen * idf_unseen) if mass > 0 else 0.0
+            share, at = presence(cov, subject, seen_share)
+            present = (share, view.ids[at] if at >= 0 else None, terms)
     return decide(topic_ok=topic_ok, confidence=confidence, tau=cfg.gate_tau,
                   signal=cfg.gate_signal, attribution=attribution,
                   margin=cfg.gate_attribution_margin, present=present,
