@@ -39,7 +39,7 @@ INT_LIMITS: dict[str, int] = {
     "consolidation_interval": 100_000, "association_top_k": 10_000, "prune_top_k": 10_000,
     "dormancy_windows": 1_000_000, "anchor_top_k": 10_000, "inhibition_top_m": 10_000,
     "iterations": 100, "top_k": 100_000, "max_concepts_per_window": 1_000,
-    "entity_feedback": 100,
+    "entity_feedback": 100, "concepts_per_turn": 1_000,
 }
 MAX_EMBEDDING_DIM = 65_536
 #: Upper bound of the non-negative real fields (weights, rates, factors).
@@ -71,6 +71,12 @@ class SynapseConfig:
         temporal_rho / temporal_unit: temporal edge weight ``exp(-rho * |dt|)``, dt in this unit.
         temporal_bidirectional: also link each episode back to the previous one.
         prune_top_k: keep only the K strongest incoming edges of each node.
+        max_concepts_per_window: the extractor's budget of concepts per window.
+        concepts_per_turn: ``K > 0`` shares that budget fairly: after the speakers, each
+            turn of the window takes its best concept in turn, round after round, and links
+            to at most ``K`` concepts (speakers aside), so a long turn neither uses up the
+            budget nor collects links by being long; 0 (default) keeps the ranked budget
+            (docs/benchmarks.md, "Long haystacks": it helped LongMemEval, cost LoCoMo).
         dormancy_epsilon / dormancy_windows: nodes whose activation stays below epsilon for W
             consolidation windows are archived (moved out of the active graph, recoverable).
 
@@ -88,6 +94,9 @@ class SynapseConfig:
         sigmoid firing (gamma, theta), iterations (T).
         fan_exponent: the fan effect divides an edge's weight by ``out_degree(src) **
             fan_exponent`` (the paper: 1, plain division; 0 is no fan effect).
+        fan_in_exponent: also divide it by ``in_degree(dst) ** fan_in_exponent``, so a
+            node's inflow is a mean over its in-neighbours rather than a sum (0, the
+            paper and the default: a sum; measured in docs/benchmarks.md, "Long haystacks").
         weight_similarity / weight_activation / weight_pagerank: the hybrid score's lambdas.
         score_all_nodes: rank every active node by the hybrid score (the paper ranks only
             the anchors and the nodes activation reached, so a node that dense search
@@ -155,6 +164,7 @@ class SynapseConfig:
     dormancy_epsilon: float = 0.01
     dormancy_windows: int = 10
     max_concepts_per_window: int = 12
+    concepts_per_turn: int = 0
 
     # --- retrieval: triggers and dynamics (section 3.2)
     model: str = "synapse"
@@ -169,6 +179,7 @@ class SynapseConfig:
     sigmoid_theta: float = 0.5
     iterations: int = 2
     fan_exponent: float = 0.5
+    fan_in_exponent: float = 0.0
 
     # --- retrieval: hybrid score and gate (sections 3.3, 3.4)
     weight_similarity: float = 0.5
@@ -228,7 +239,7 @@ class SynapseConfig:
              f"got {self.consolidation_interval!r}")
         for name in ("association_top_k", "prune_top_k", "dormancy_windows", "anchor_top_k",
                      "inhibition_top_m", "iterations", "top_k", "max_concepts_per_window",
-                     "entity_feedback"):
+                     "entity_feedback", "concepts_per_turn"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT_LIMITS[name],
                  f"{name} must be an int in [0, {INT_LIMITS[name]}], got {v!r}")
@@ -236,6 +247,7 @@ class SynapseConfig:
         for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
                      "sigmoid_gamma", "weight_similarity", "weight_activation",
                      "weight_pagerank", "weight_lexical", "weight_distinct", "fan_exponent",
+                     "fan_in_exponent",
                      "gate_tau",
                      "feedback_weight"):
             v = getattr(self, name)
@@ -269,9 +281,10 @@ class SynapseConfig:
         """Keyword arguments of the propagation matrix (``Compiled.propagation``).
 
         >>> SynapseConfig(use_fan_effect=False).propagation_params()
-        {'use_fan_effect': False, 'fan_exponent': 0.5}
+        {'use_fan_effect': False, 'fan_exponent': 0.5, 'fan_in_exponent': 0.0}
         """
-        return {"use_fan_effect": self.use_fan_effect, "fan_exponent": self.fan_exponent}
+        return {"use_fan_effect": self.use_fan_effect, "fan_exponent": self.fan_exponent,
+                "fan_in_exponent": self.fan_in_exponent}
 
     def spread_params(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~synapse_integrations.core.dynamics.spread_activation`
@@ -327,7 +340,7 @@ class SynapseConfig:
         "embedding_dim", "consolidation_interval", "dedup_threshold", "ema_momentum",
         "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
         "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
-        "dormancy_windows", "max_concepts_per_window", "pagerank_damping",
+        "dormancy_windows", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",
     )
 
     def graph_signature(self) -> tuple[Any, ...]:

@@ -189,7 +189,8 @@ class Synapse(AsyncTwins):
                 f"this memory was built with embedding_dim={stored_cfg.embedding_dim}, "
                 f"the config asks for {self.config.embedding_dim}")
         self._embedder = as_embedder(embedder, dim=self.config.embedding_dim)
-        extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window)
+        extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window,
+                                                  per_turn=self.config.concepts_per_turn)
         sqlite = self.path / "chroma" / "chroma.sqlite3" if client is None else None
         # a corrupt index must never reach Chroma's native code (it can crash the process)
         broken = ChromaVectors.set_aside_broken_indexes(sqlite, namespace) if sqlite else {}
