@@ -1,0 +1,311 @@
+"""Reconsolidation: a turn that restates an attribute with a new value supersedes the older
+turn (mnemos' MutableRAG, section 3.2, done at write time instead of on recall).
+
+"I've put 10-12 hours into my ocean sculpture" after "I've spent 5-6 hours on my ocean
+sculpture" is a new version of the same fact. When a turn is stored
+(:func:`reconsolidate`), its *statements* are compared with earlier turns of the same
+speaker, and each earlier turn it updates is marked superseded through the path
+:meth:`Synapse.update` uses (:meth:`MemoryState.supersede`): kept, linked both ways
+(``superseded_by`` / ``supersedes``), timed (``superseded_at``: the new turn's event time)
+and ranked with its replacement (:func:`rank_versions`).
+
+**The offline rule** (:class:`RuleReconsolidator`, measured in docs/concepts.md). A
+*statement* is a sentence of a turn that is not a question, speaks in the first person
+(``I``, ``my``, ``we``...) and holds a *value*: a number (``3``, ``$420``, ``5-6``), a
+number word (``three``, ``twice``, ``single``) or an ordinal (``fifth``). Its *slot* is
+the content words within two words of the value (``hours``, ``issue``, ``level``), its
+*frame* the other content words (plural ``s`` stripped). An earlier statement of the
+same speaker is an older version when
+
+1. they share a slot word (the same attribute),
+2. they share at least :data:`MIN_SHARED` frame words, and those are at least
+   :data:`MIN_OVERLAP` of the smaller frame (the same subject),
+3. no value is common to both (the value changed; "third" and "three" are the same).
+
+Candidates are the earlier episodes the BM25 index ranks highest for the statement (at
+most :data:`CANDIDATES`), so a write costs one lexical query per statement.
+
+**The LLM variant** (:class:`LLMReconsolidator`) asks any LangChain chat model which of
+the same candidates the new turn updates.
+
+**At retrieval** (:func:`rank_versions`): a version and its replacement that are both
+candidates rank together at the better of their two scores, the newest first; for a
+question about the past (:func:`query_tense`: "before", "previous", "used to"...) the
+older first. A superseded version whose replacement was not reached keeps
+``superseded_weight`` of its score (the past: all of it).
+
+>>> statements("I have 2 road bikes. Do you like bikes? Dana has three cats.")
+[Statement(values=frozenset({'2'}), slot=frozenset({'road', 'bike'}), frame=frozenset())]
+>>> query_tense("What was my previous goal?"), query_tense("Where do I live now?")
+('past', 'current')
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from .tokens import STOPWORDS
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CANDIDATES", "LLMReconsolidator", "MIN_OVERLAP", "MIN_SHARED", "Reconsolidator",
+           "RuleReconsolidator", "Statement", "is_update", "query_tense", "rank_versions",
+           "reconsolidate", "statements"]
+
+#: Earlier episodes (BM25's best for a statement) compared with a new turn.
+CANDIDATES = 8
+#: Frame words two statements must share to be about the same subject.
+MIN_SHARED = 2
+#: ... and the share of the smaller frame they must make up.
+MIN_OVERLAP = 0.3
+#: How far apart (in the score) a version is placed from the one it is ranked with.
+VERSION_MARGIN = 1e-6
+
+_NUMBER_WORDS = {
+    "single": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+    "fifteen": "15", "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50",
+    "hundred": "100", "twice": "2", "thrice": "3", "second": "2", "third": "3",
+    "fourth": "4", "fifth": "5", "sixth": "6", "seventh": "7", "eighth": "8", "ninth": "9",
+    "tenth": "10", "dozen": "12", "couple": "2",
+}
+_FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us", "i'm", "i've", "i'd",
+                           "i'll", "we're", "we've"})
+_SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)")
+_WORD_RE = re.compile(r"\$?\d[\d,]*(?:\.\d+)?(?:\s*-\s*\d[\d,]*)?%?|[a-z][a-z']*")
+_PAST_RE = re.compile(r"\b(before|previous(ly)?|used to|originally|at first|formerly|initially|"
+                      r"earlier|prior|first time|back then|had been)\b", re.I)
+_CURRENT_RE = re.compile(r"\b(now|currently|current|latest|still|most recent|these days|"
+                         r"anymore|today|at the moment|so far|up to date|recent)\b", re.I)
+
+
+def query_tense(query: str) -> Literal["past", "current", "neutral"]:
+    """Whether a question asks about the past (older versions first), the present, or
+    neither (treated as the present: the newest version first)."""
+    if _PAST_RE.search(query):
+        return "past"
+    return "current" if _CURRENT_RE.search(query) else "neutral"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A first-person sentence with a value: the values (normalised), the slot (content
+    words next to a value) and the frame (the other content words)."""
+
+    values: frozenset[str]
+    slot: frozenset[str]
+    frame: frozenset[str]
+
+
+def _stem(word: str) -> str:
+    word = word.split("'")[0]
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _value(token: str) -> str | None:
+    if token[0] in "$0123456789":
+        return re.sub(r"[\s,$]", "", token)
+    return _NUMBER_WORDS.get(token)
+
+
+def statements(text: str) -> list[Statement]:
+    """The statements of a turn's text (see the module docstring), in order."""
+    out = []
+    for sentence in _SENTENCE_RE.findall(text.lower()):
+        if sentence.rstrip().endswith("?"):
+            continue
+        words = _WORD_RE.findall(sentence)
+        if not _FIRST_PERSON.intersection(words):
+            continue
+        content: list[tuple[int, str]] = []
+        values: dict[int, str] = {}
+        for pos, w in enumerate(words):
+            v = _value(w)
+            if v is not None:
+                values[pos] = v
+            elif w.split("'")[0] not in STOPWORDS and len(w) > 1 and w not in _FIRST_PERSON:
+                content.append((pos, _stem(w)))
+        if not values:
+            continue
+        slot = {w for pos, w in content if any(abs(pos - p) <= 2 for p in values)}
+        out.append(Statement(frozenset(values.values()), frozenset(slot),
+                             frozenset(w for _, w in content) - slot))
+    return out
+
+
+def is_update(new: Statement, old: Statement, *, min_shared: int = MIN_SHARED,
+              min_overlap: float = MIN_OVERLAP) -> bool:
+    """The offline rule: ``new`` states the same slot of the same subject as ``old`` with
+    a different value.
+
+    >>> a, = statements("I've spent 5-6 hours on my ocean sculpture.")
+    >>> b, = statements("I've put in 10-12 hours on my ocean sculpture so far.")
+    >>> c, = statements("I've spent 2 hours on my garden.")
+    >>> is_update(b, a), is_update(c, a)
+    (True, False)
+    """
+    if not new.slot & old.slot or new.values & old.values:
+        return False
+    frame_new, frame_old = new.frame | new.slot, old.frame | old.slot
+    shared = (frame_new & frame_old) - (new.slot & old.slot)
+    smaller = min(len(frame_new), len(frame_old)) or 1
+    return len(shared) >= min_shared and len(shared) / smaller >= min_overlap
+
+
+class Reconsolidator(Protocol):
+    """Decides which earlier turns a new turn updates. ``new`` and each candidate are
+    ``{"id", "text", "speaker", "ts"}`` mappings; returns the ids of the candidates it
+    supersedes."""
+
+    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]
+                   ) -> list[str]: ...
+
+
+class RuleReconsolidator:
+    """The offline rule (:func:`is_update` on every pair of statements)."""
+
+    def __init__(self, *, min_shared: int = MIN_SHARED, min_overlap: float = MIN_OVERLAP) -> None:
+        self.min_shared = min_shared
+        self.min_overlap = min_overlap
+
+    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]
+                   ) -> list[str]:
+        mine = statements(new["text"])
+        out = []
+        for c in candidates:
+            theirs = statements(c["text"])
+            if any(is_update(a, b, min_shared=self.min_shared, min_overlap=self.min_overlap)
+                   for a in mine for b in theirs):
+                out.append(c["id"])
+        return out
+
+
+_PROMPT = """You keep a user's memory up to date. A new message was just said. Below it are \
+earlier messages by the same speaker. Which earlier messages does the new one make out of \
+date, because it states the same attribute of the same thing with a different value (a new \
+count, place, amount, frequency, goal...)? Messages about other things, or that agree, are \
+not out of date.
+
+New message:
+{new}
+
+Earlier messages:
+{candidates}
+
+Answer with one JSON object and nothing else: {{"outdated": ["<id>", ...]}}"""
+
+
+class LLMReconsolidator:
+    """The LLM variant: any LangChain chat model (``invoke`` with a prompt string) judges
+    which candidates the new turn makes out of date. Ids the model invents are ignored;
+    a reply that is not the asked JSON supersedes nothing (logged)."""
+
+    def __init__(self, chat_model: Any, *, prefilter: bool = True) -> None:
+        if not hasattr(chat_model, "invoke"):
+            from ..errors import InvalidTypeError
+
+            raise InvalidTypeError("LLMReconsolidator needs a LangChain chat model (with invoke), "
+                                   f"got {type(chat_model).__name__}")
+        self.chat_model = chat_model
+        self.prefilter = prefilter  # only turns with a first-person value statement
+
+    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]
+                   ) -> list[str]:
+        if not candidates or (self.prefilter and not statements(new["text"])):
+            return []
+        from .extraction.llm import parse_reply
+
+        listing = "\n".join(f"[{c['id']}] {c['text']}" for c in candidates)
+        reply = self.chat_model.invoke(_PROMPT.format(new=new["text"], candidates=listing))
+        try:
+            data = parse_reply(reply)
+        except ValueError as exc:
+            logger.warning("reconsolidation: unusable reply ignored: %s", exc)
+            return []
+        ids = data.get("outdated") if isinstance(data, dict) else None
+        known = {c["id"] for c in candidates}
+        return [i for i in ids if isinstance(i, str) and i in known] if isinstance(ids, list) else []
+
+
+def _candidates(state: Any, node_id: str, text: str, speaker: Any) -> list[dict[str, Any]]:
+    """Earlier active episodes of the same speaker that BM25 ranks best for ``text``,
+    not yet superseded."""
+    g = state.graph
+    seq = g.node(node_id).get("seq", 0)
+    ids, _ = state.bm25.query(text, 4 * CANDIDATES)
+    out = []
+    for i in ids:
+        if i == node_id or i not in g:
+            continue
+        d = g.node(i)
+        if d["kind"] != "episode" or d.get("speaker") != speaker or d.get("seq", 0) >= seq \
+                or d.get("superseded_by"):
+            continue
+        out.append({"id": i, "text": d["text"], "speaker": speaker, "ts": d.get("ts")})
+        if len(out) >= CANDIDATES:
+            break
+    return out
+
+
+def reconsolidate(state: Any, detector: Reconsolidator, node_id: str) -> list[str]:
+    """Compare the stored episode ``node_id`` with its candidates and mark every earlier
+    turn it updates as superseded by it. Returns the ids marked."""
+    d = state.graph.node(node_id)
+    candidates = _candidates(state, node_id, d["text"], d.get("speaker"))
+    if not candidates:
+        return []
+    new = {"id": node_id, "text": d["text"], "speaker": d.get("speaker"), "ts": d.get("ts")}
+    old = detector.superseded(new, candidates)
+    for i in old:
+        state.supersede(i, node_id, at=d.get("ts") if d.get("ts") is not None
+                        else d.get("ingest_ts") or 0.0)
+    if old:
+        logger.debug("reconsolidation: %s supersedes %s", node_id, old)
+    return old
+
+
+def rank_versions(view: Any, cand: np.ndarray, score: np.ndarray, *, weight: float,
+                  tense: str = "neutral") -> np.ndarray:
+    """Scores with versions ranked together (see the module docstring). ``view`` is the
+    compiled graph (``node_values("superseded_by")``), ``cand`` the candidates' indices.
+
+    >>> from synapse_integrations.core.graph import Compiled
+    >>> v = Compiled.from_arrays(["old", "new", "x"], np.eye(3), src=[], dst=[], weight=[],
+    ...     is_episode=[True] * 3, attrs={"superseded_by": ["new", None, None]})
+    >>> rank_versions(v, np.arange(3), np.array([0.9, 0.4, 0.5]), weight=0.5).round(3)
+    array([0.9, 0.9, 0.5])
+    >>> rank_versions(v, np.array([0, 2]), np.array([0.9, 0.5]), weight=0.5)
+    array([0.45, 0.5 ])
+    """
+    score = np.asarray(score, dtype=np.float64).copy()
+    newer = view.node_values("superseded_by")
+    pairs = []
+    pos = {int(c): j for j, c in enumerate(cand)}
+    for j, c in enumerate(cand.tolist()):
+        nid = newer[c]
+        if nid is None:
+            continue
+        k = pos.get(view.index.get(nid, -1))
+        if k is None:
+            if tense != "past":
+                score[j] *= weight
+        else:
+            pairs.append((j, k))
+    for _ in range(len(pairs)):  # chains of versions settle in at most len(pairs) sweeps
+        changed = False
+        for j, k in pairs:  # j: the older version, k: its replacement
+            first, second = (j, k) if tense == "past" else (k, j)
+            best = max(score[j], score[k])
+            want = (best, best - VERSION_MARGIN)
+            if (score[first], score[second]) != want:
+                score[first], score[second] = want
+                changed = True
+        if not changed:
+            break
+    return score
