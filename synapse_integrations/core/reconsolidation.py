@@ -12,7 +12,9 @@ and ranked with its replacement (:func:`rank_versions`).
 **The offline rule** (:class:`RuleReconsolidator`, measured in docs/concepts.md). A
 *statement* is a sentence of a turn that is not a question, speaks in the first person
 (``I``, ``my``, ``we``...) and holds a *value*: a number (``3``, ``$420``, ``5-6``), a
-number word (``three``, ``twice``, ``single``) or an ordinal (``fifth``). Its *slot* is
+number word (``three``, ``twice``, ``single``) or an ordinal (``fifth``); a number next to
+a month name is a date, not a value. Assistant turns (role ``assistant`` in the metadata,
+or speaker ``assistant``/``AI``) are never compared: their "I" quotes or plays a part. Its *slot* is
 the content words within two words of the value (``hours``, ``issue``, ``level``), its
 *frame* the other content words (plural ``s`` stripped). An earlier statement of the
 same speaker is an older version when
@@ -50,6 +52,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from .echoes import is_role
 from .tokens import STOPWORDS
 
 logger = logging.getLogger(__name__)
@@ -77,6 +80,8 @@ _NUMBER_WORDS = {
 }
 _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us", "i'm", "i've", "i'd",
                            "i'll", "we're", "we've"})
+_MONTHS = frozenset("january february march april may june july august september october "
+                    "november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)")
 _WORD_RE = re.compile(r"\$?\d[\d,]*(?:\.\d+)?(?:\s*-\s*\d[\d,]*)?%?|[a-z][a-z']*")
 _PAST_RE = re.compile(r"\b(before|previous(ly)?|used to|originally|at first|formerly|initially|"
@@ -104,7 +109,11 @@ class Statement:
 
 
 def _stem(word: str) -> str:
+    """A crude stem: possessive, then ``-ing`` / ``-ed`` / plural ``-s`` dropped."""
     word = word.split("'")[0]
+    for end, keep in (("ing", 4), ("ed", 4)):
+        if word.endswith(end) and len(word) - len(end) >= keep:
+            return word[:-len(end)]
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
@@ -127,7 +136,8 @@ def statements(text: str) -> list[Statement]:
         values: dict[int, str] = {}
         for pos, w in enumerate(words):
             v = _value(w)
-            if v is not None:
+            near = words[max(0, pos - 2):pos + 3]
+            if v is not None and not _MONTHS.intersection(near):  # a date is no attribute
                 values[pos] = v
             elif w.split("'")[0] not in STOPWORDS and len(w) > 1 and w not in _FIRST_PERSON:
                 content.append((pos, _stem(w)))
@@ -257,6 +267,8 @@ def reconsolidate(state: Any, detector: Reconsolidator, node_id: str) -> list[st
     """Compare the stored episode ``node_id`` with its candidates and mark every earlier
     turn it updates as superseded by it. Returns the ids marked."""
     d = state.graph.node(node_id)
+    if is_role(d, "assistant"):  # the assistant's "I" is no fact about a person
+        return []
     candidates = _candidates(state, node_id, d["text"], d.get("speaker"))
     if not candidates:
         return []
