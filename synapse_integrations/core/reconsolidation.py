@@ -11,17 +11,19 @@ and ranked with its replacement (:func:`rank_versions`).
 
 **The offline rule** (:class:`RuleReconsolidator`, measured in docs/concepts.md). A
 *statement* is a sentence of a turn that is not a question, speaks in the first person
-(``I``, ``my``, ``we``...) and holds a *value*: a number (``3``, ``$420``, ``5-6``), a
+(``I``, ``my``, ``we``...), has at most :data:`MAX_WORDS` content words and
+:data:`MAX_VALUES` distinct values, and holds a *value*: a number (``3``, ``$420``, ``5-6``), a
 number word (``three``, ``twice``, ``single``) or an ordinal (``fifth``); a number next to
 a month name is a date, not a value. Assistant turns (role ``assistant`` in the metadata,
 or speaker ``assistant``/``AI``) are never compared: their "I" quotes or plays a part. Its *slot* is
-the content words within two words of the value (``hours``, ``issue``, ``level``), its
+the content words within three words of a value (``hours``, ``issue``, ``level``), its
 *frame* the other content words (plural ``s`` stripped). An earlier statement of the
 same speaker is an older version when
 
 1. they share a slot word (the same attribute),
-2. they share at least :data:`MIN_SHARED` frame words, and those are at least
-   :data:`MIN_OVERLAP` of the smaller frame (the same subject),
+2. besides one slot word they share at least :data:`MIN_SHARED` content words, and the
+   shared words carry at least :data:`MIN_OVERLAP` of the smaller statement's IDF mass
+   (the memory's BM25 IDF; the same subject),
 3. no value is common to both (the value changed; "third" and "three" are the same).
 
 Candidates are the earlier episodes the BM25 index ranks highest for the statement (at
@@ -36,8 +38,9 @@ question about the past (:func:`query_tense`: "before", "previous", "used to"...
 older first. A superseded version whose replacement was not reached keeps
 ``superseded_weight`` of its score (the past: all of it).
 
->>> statements("I have 2 road bikes. Do you like bikes? Dana has three cats.")
-[Statement(values=frozenset({'2'}), slot=frozenset({'road', 'bike'}), frame=frozenset())]
+>>> [(sorted(s.values), sorted(s.slot)) for s in statements(
+...     "I have 2 road bikes. Do you like bikes? Dana has three cats.")]
+[(['2'], ['bike', 'road'])]
 >>> query_tense("What was my previous goal?"), query_tense("Where do I live now?")
 ('past', 'current')
 """
@@ -46,8 +49,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -64,9 +67,9 @@ __all__ = ["CANDIDATES", "LLMReconsolidator", "MIN_OVERLAP", "MIN_SHARED", "Reco
 #: Earlier episodes (BM25's best for a statement) compared with a new turn.
 CANDIDATES = 8
 #: Frame words two statements must share to be about the same subject.
-MIN_SHARED = 2
+MIN_SHARED = 3
 #: ... and the share of the smaller frame they must make up.
-MIN_OVERLAP = 0.3
+MIN_OVERLAP = 0.4
 #: How far apart (in the score) a version is placed from the one it is ranked with.
 VERSION_MARGIN = 1e-6
 
@@ -83,6 +86,19 @@ _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us", "i'm", "i
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)")
+_PREFIX_RE = re.compile(r"^\s*[\w .'-]{1,40}:\s")
+#: Words that open a real question (a sentence ending in "?" that starts otherwise,
+#: "remember when I got pre-approved for $400,000?", still states something).
+_QUESTION_OPENERS = frozenset("""what how when where who whom whose why which do does did can
+could would will is are was were should shall have has had any may might am isn't aren't
+don't doesn't didn't won't wouldn't couldn't""".split())
+#: A sentence with more distinct values than this is a list (prices, a schedule), not a
+#: statement of one attribute.
+MAX_VALUES = 2
+#: A sentence with more content words than this is an instruction or a specification.
+MAX_WORDS = 25
+#: How close (in words) to a value a content word must be to name its slot.
+SLOT_WINDOW = 3
 _WORD_RE = re.compile(r"\$?\d[\d,]*(?:\.\d+)?(?:\s*-\s*\d[\d,]*)?%?|[a-z][a-z']*")
 _PAST_RE = re.compile(r"\b(before|previous(ly)?|used to|originally|at first|formerly|initially|"
                       r"earlier|prior|first time|back then|had been)\b", re.I)
@@ -101,11 +117,13 @@ def query_tense(query: str) -> Literal["past", "current", "neutral"]:
 @dataclass(frozen=True)
 class Statement:
     """A first-person sentence with a value: the values (normalised), the slot (content
-    words next to a value) and the frame (the other content words)."""
+    words next to a value) and the frame (the other content words), all stemmed;
+    ``words`` maps each stem to a word it came from (for IDF weights)."""
 
     values: frozenset[str]
     slot: frozenset[str]
     frame: frozenset[str]
+    words: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _stem(word: str) -> str:
@@ -126,13 +144,14 @@ def _value(token: str) -> str | None:
 def statements(text: str) -> list[Statement]:
     """The statements of a turn's text (see the module docstring), in order."""
     out = []
-    for sentence in _SENTENCE_RE.findall(text.lower()):
-        if sentence.rstrip().endswith("?"):
-            continue
+    for sentence in _SENTENCE_RE.findall(_PREFIX_RE.sub("", text, count=1).lower()):
         words = _WORD_RE.findall(sentence)
+        if sentence.rstrip().endswith("?") and (not words or words[0] in _QUESTION_OPENERS):
+            continue
         if not _FIRST_PERSON.intersection(words):
             continue
         content: list[tuple[int, str]] = []
+        raw: dict[str, str] = {}
         values: dict[int, str] = {}
         for pos, w in enumerate(words):
             v = _value(w)
@@ -141,21 +160,24 @@ def statements(text: str) -> list[Statement]:
                 values[pos] = v
             elif w.split("'")[0] not in STOPWORDS and len(w) > 1 and w not in _FIRST_PERSON:
                 content.append((pos, _stem(w)))
-        if not values:
-            continue
-        slot = {w for pos, w in content if any(abs(pos - p) <= 2 for p in values)}
+                raw.setdefault(_stem(w), w.split("'")[0])
+        if not values or len(set(values.values())) > MAX_VALUES or len(content) > MAX_WORDS:
+            continue  # a list of figures or a long instruction states no one attribute
+        slot = {w for pos, w in content if any(abs(pos - p) <= SLOT_WINDOW for p in values)}
         out.append(Statement(frozenset(values.values()), frozenset(slot),
-                             frozenset(w for _, w in content) - slot))
+                             frozenset(w for _, w in content) - slot, raw))
     return out
 
 
 def is_update(new: Statement, old: Statement, *, min_shared: int = MIN_SHARED,
-              min_overlap: float = MIN_OVERLAP) -> bool:
+              min_overlap: float = MIN_OVERLAP,
+              idf: Callable[[str], float] | None = None) -> bool:
     """The offline rule: ``new`` states the same slot of the same subject as ``old`` with
-    a different value.
+    a different value. The overlap is weighted by ``idf(word)`` when given (the memory's
+    BM25 IDF: "national geographic" counts for more than "really"), else each word 1.
 
-    >>> a, = statements("I've spent 5-6 hours on my ocean sculpture.")
-    >>> b, = statements("I've put in 10-12 hours on my ocean sculpture so far.")
+    >>> a, = statements("I've spent 5-6 hours on my abstract ocean sculpture.")
+    >>> b, = statements("I've put in 10-12 hours on my abstract ocean sculpture so far.")
     >>> c, = statements("I've spent 2 hours on my garden.")
     >>> is_update(b, a), is_update(c, a)
     (True, False)
@@ -163,18 +185,24 @@ def is_update(new: Statement, old: Statement, *, min_shared: int = MIN_SHARED,
     if not new.slot & old.slot or new.values & old.values:
         return False
     frame_new, frame_old = new.frame | new.slot, old.frame | old.slot
-    shared = (frame_new & frame_old) - (new.slot & old.slot)
-    smaller = min(len(frame_new), len(frame_old)) or 1
-    return len(shared) >= min_shared and len(shared) / smaller >= min_overlap
+    shared = frame_new & frame_old
+    if len(shared) - 1 < min_shared:  # the slot word, and min_shared more
+        return False
+
+    def mass(stems: frozenset[str], st: Statement) -> float:
+        return sum(idf(st.words.get(w, w)) for w in stems) if idf else float(len(stems))
+
+    smaller = min(mass(frame_new, new), mass(frame_old, old)) or 1.0
+    return mass(shared, new) / smaller >= min_overlap
 
 
 class Reconsolidator(Protocol):
     """Decides which earlier turns a new turn updates. ``new`` and each candidate are
-    ``{"id", "text", "speaker", "ts"}`` mappings; returns the ids of the candidates it
-    supersedes."""
+    ``{"id", "text", "speaker", "ts"}`` mappings; ``idf`` gives the memory's BM25 IDF of a
+    word (a rule may weight words by it). Returns the ids of the candidates it supersedes."""
 
-    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]
-                   ) -> list[str]: ...
+    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
+                   idf: Callable[[str], float] | None = None) -> list[str]: ...
 
 
 class RuleReconsolidator:
@@ -184,14 +212,14 @@ class RuleReconsolidator:
         self.min_shared = min_shared
         self.min_overlap = min_overlap
 
-    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]
-                   ) -> list[str]:
+    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
+                   idf: Callable[[str], float] | None = None) -> list[str]:
         mine = statements(new["text"])
         out = []
         for c in candidates:
             theirs = statements(c["text"])
-            if any(is_update(a, b, min_shared=self.min_shared, min_overlap=self.min_overlap)
-                   for a in mine for b in theirs):
+            if any(is_update(a, b, min_shared=self.min_shared, min_overlap=self.min_overlap,
+                             idf=idf) for a in mine for b in theirs):
                 out.append(c["id"])
         return out
 
@@ -225,8 +253,8 @@ class LLMReconsolidator:
         self.chat_model = chat_model
         self.prefilter = prefilter  # only turns with a first-person value statement
 
-    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]
-                   ) -> list[str]:
+    def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
+                   idf: Callable[[str], float] | None = None) -> list[str]:
         if not candidates or (self.prefilter and not statements(new["text"])):
             return []
         from .extraction.llm import parse_reply
@@ -273,7 +301,7 @@ def reconsolidate(state: Any, detector: Reconsolidator, node_id: str) -> list[st
     if not candidates:
         return []
     new = {"id": node_id, "text": d["text"], "speaker": d.get("speaker"), "ts": d.get("ts")}
-    old = detector.superseded(new, candidates)
+    old = detector.superseded(new, candidates, state.bm25.idf)
     for i in old:
         state.supersede(i, node_id, at=d.get("ts") if d.get("ts") is not None
                         else d.get("ingest_ts") or 0.0)
