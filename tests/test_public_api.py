@@ -29,12 +29,12 @@ CORE_API = {
 }
 ADAPTER_API = {
     "synapse_integrations.langchain": {
-        "EnginePool", "SynapseChatMessageHistory", "SynapseMemory", "SynapseMemoryMiddleware",
+        "EnginePool", "namespace_key", "SynapseChatMessageHistory", "SynapseMemory", "SynapseMemoryMiddleware",
         "SynapseRetriever", "create_synapse_tools", "format_documents"},
-    "synapse_integrations.llama_index": {"EnginePool", "SynapseChatMemory", "SynapseGateEvent",
+    "synapse_integrations.llama_index": {"EnginePool", "namespace_key", "SynapseChatMemory", "SynapseGateEvent",
                                          "SynapseMemoryBlock", "SynapseRetriever"},
     "synapse_integrations.langgraph": {
-        "EnginePool", "MEMORY_MESSAGE_ID", "SynapseMemoryNodes", "SynapseMemoryState", "SynapseStore",
+        "EnginePool", "namespace_key", "MEMORY_MESSAGE_ID", "SynapseMemoryNodes", "SynapseMemoryState", "SynapseStore",
         "with_memories"},
 }
 EXTRAS = {"synapse_integrations.langchain": "langchain",
