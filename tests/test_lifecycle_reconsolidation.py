@@ -16,7 +16,7 @@ from synapse_integrations.errors import ConfigError, InvalidTypeError
 
 OLD = "I've spent around 5-6 hours on my abstract ocean sculpture so far."
 NEW = "By the way, I've already put in 10-12 hours on my abstract ocean sculpture."
-OTHER = "I've spent 2 hours on my vegetable garden this week."
+OTHER = "I've spent 2 hours on my vegetable garden so far."
 FILLER = ["What is a good glaze for clay?", "Glazes vary a lot.", "Thanks, I will try it.",
           "Any tips for texture?", "Use a stiff brush."]
 
@@ -46,6 +46,11 @@ def test_the_rule_on_hand_made_statements() -> None:
     assert not is_update(three, third)  # "third" and "three" are the same value
     assert statements("How many hours have I spent on it?") == []  # a question states nothing
     assert statements("The store opened on March 12 near my office.") == []  # a date is no value
+    assert statements("I did a 30-mile ride last weekend with Dana.") == []  # an event
+    assert statements("Give me the title of chapter 2 for my essay.") == []  # a request
+    assert statements("I want you to write 60 characters for my title.") == []
+    assert statements("I snack around 3 pm most days at my desk.") == []  # a time of day
+    assert len(statements("user: remember when I got pre-approved for $400,000?")) == 1
 
 
 def test_a_new_value_supersedes_the_old_turn_and_ranks_first(tmp_path) -> None:

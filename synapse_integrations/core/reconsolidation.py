@@ -10,15 +10,23 @@ speaker, and each earlier turn it updates is marked superseded through the path
 and ranked with its replacement (:func:`rank_versions`).
 
 **The offline rule** (:class:`RuleReconsolidator`, measured in docs/concepts.md). A
-*statement* is a sentence of a turn that is not a question, speaks in the first person
-(``I``, ``my``, ``we``...), has at most :data:`MAX_WORDS` content words and
-:data:`MAX_VALUES` distinct values, and holds a *value*: a number (``3``, ``$420``, ``5-6``), a
-number word (``three``, ``twice``, ``single``) or an ordinal (``fifth``); a number next to
-a month name is a date, not a value. Assistant turns (role ``assistant`` in the metadata,
-or speaker ``assistant``/``AI``) are never compared: their "I" quotes or plays a part. Its *slot* is
-the content words within three words of a value (``hours``, ``issue``, ``level``), its
-*frame* the other content words (plural ``s`` stripped). An earlier statement of the
-same speaker is an older version when
+*statement* is a sentence of a turn that
+
+* is not a question (one ending in "?" that does not open with a question word still
+  counts: "remember when I got pre-approved for $400,000?"),
+* speaks in the first person (``I``, ``my``, ``we``...) and is not a request (it neither
+  addresses the listener, ``you``/``please``, nor opens with a request verb, "Give me..."),
+* is not anchored to one moment ("three weeks ago", "last weekend": an event),
+* has at most :data:`MAX_WORDS` content words and :data:`MAX_VALUES` distinct values,
+* and holds a *value*: a number (``3``, ``$420``, ``5-6``), a number word (``three``,
+  ``twice``, ``single``) or an ordinal (``fifth``); a number next to a month name is a
+  date and one before ``am``/``pm`` a time of day, not values.
+
+Its *slot* is the content words within :data:`SLOT_WINDOW` words of a value (``hours``,
+``issue``, ``level``), its *frame* the other content words (crudely stemmed; chat filler,
+:data:`GENERIC_WORDS`, left out). Assistant turns (role ``assistant`` in the metadata, or
+speaker ``assistant``/``AI``) are never compared: their "I" quotes or plays a part. An
+earlier statement of the same speaker is an older version when
 
 1. they share a slot word (the same attribute),
 2. besides one slot word they share at least :data:`MIN_SHARED` content words, and the
@@ -26,8 +34,8 @@ same speaker is an older version when
    (the memory's BM25 IDF; the same subject),
 3. no value is common to both (the value changed; "third" and "three" are the same).
 
-Candidates are the earlier episodes the BM25 index ranks highest for the statement (at
-most :data:`CANDIDATES`), so a write costs one lexical query per statement.
+Candidates are the earlier episodes the BM25 index ranks highest for the new turn (at
+most :data:`CANDIDATES`), so a write costs one lexical query.
 
 **The LLM variant** (:class:`LLMReconsolidator`) asks any LangChain chat model which of
 the same candidates the new turn updates.
@@ -67,7 +75,7 @@ __all__ = ["CANDIDATES", "LLMReconsolidator", "MIN_OVERLAP", "MIN_SHARED", "Reco
 #: Earlier episodes (BM25's best for a statement) compared with a new turn.
 CANDIDATES = 8
 #: Frame words two statements must share to be about the same subject.
-MIN_SHARED = 3
+MIN_SHARED = 2
 #: ... and the share of the smaller frame they must make up.
 MIN_OVERLAP = 0.4
 #: How far apart (in the score) a version is placed from the one it is ranked with.
@@ -81,10 +89,26 @@ _NUMBER_WORDS = {
     "fourth": "4", "fifth": "5", "sixth": "6", "seventh": "7", "eighth": "8", "ninth": "9",
     "tenth": "10", "dozen": "12", "couple": "2",
 }
-_FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us", "i'm", "i've", "i'd",
-                           "i'll", "we're", "we've"})
+_FIRST_PERSON = frozenset({"i", "my", "mine", "we", "our", "i'm", "i've", "i'd", "i'll",
+                           "we're", "we've"})
+#: A sentence that addresses the listener ("I want you to write 60 characters") or opens
+#: with a request verb ("Give me chapter 2") is a request, not a fact about the speaker.
+_ADDRESSEE = frozenset({"you", "your", "you're", "you've", "yourself", "please"})
+#: A sentence anchored to one moment ("three weeks ago", "last weekend", "next Monday")
+#: tells of an event, not of an attribute that a later value replaces.
+_MOMENT = frozenset({"ago", "yesterday", "tomorrow", "tonight"})
+_DEICTIC = frozenset({"last", "next", "this"})
+_PERIODS = frozenset("""week weekend month year night morning evening summer winter spring fall
+monday tuesday wednesday thursday friday saturday sunday""".split())
+_REQUESTS = frozenset("""give write provide suggest tell list make create explain show help
+summarize summarise rewrite generate find recommend describe send let translate add""".split())
+#: Words too common in chat to say what a statement is about ("by the way", "I think").
+GENERIC_WORDS = frozenset("""way really actually also think just usually around oh lot pretty
+still now well get got go goes going see like thing things make sure need want know feel
+thinking planning plan trying try last next new good great much many able bit kind""".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
+_CLOCK = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
 _SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)")
 _PREFIX_RE = re.compile(r"^\s*[\w .'-]{1,40}:\s")
 #: Words that open a real question (a sentence ending in "?" that starts otherwise,
@@ -141,6 +165,12 @@ def _value(token: str) -> str | None:
     return _NUMBER_WORDS.get(token)
 
 
+def _anchored(words: Sequence[str]) -> bool:
+    """The sentence names one moment (see :data:`_MOMENT`)."""
+    return bool(_MOMENT.intersection(words)) or any(
+        a in _DEICTIC and b in _PERIODS for a, b in zip(words, words[1:]))
+
+
 def statements(text: str) -> list[Statement]:
     """The statements of a turn's text (see the module docstring), in order."""
     out = []
@@ -148,7 +178,8 @@ def statements(text: str) -> list[Statement]:
         words = _WORD_RE.findall(sentence)
         if sentence.rstrip().endswith("?") and (not words or words[0] in _QUESTION_OPENERS):
             continue
-        if not _FIRST_PERSON.intersection(words):
+        if not _FIRST_PERSON.intersection(words) or _ADDRESSEE.intersection(words) \
+                or (words and words[0] in _REQUESTS) or _anchored(words):
             continue
         content: list[tuple[int, str]] = []
         raw: dict[str, str] = {}
@@ -156,9 +187,11 @@ def statements(text: str) -> list[Statement]:
         for pos, w in enumerate(words):
             v = _value(w)
             near = words[max(0, pos - 2):pos + 3]
-            if v is not None and not _MONTHS.intersection(near):  # a date is no attribute
+            if v is not None and not _MONTHS.intersection(near) \
+                    and not _CLOCK.intersection(words[pos + 1:pos + 2]):  # a date, a time of day
                 values[pos] = v
-            elif w.split("'")[0] not in STOPWORDS and len(w) > 1 and w not in _FIRST_PERSON:
+            elif w.split("'")[0] not in STOPWORDS and len(w) > 1 and w not in _FIRST_PERSON \
+                    and w not in GENERIC_WORDS:
                 content.append((pos, _stem(w)))
                 raw.setdefault(_stem(w), w.split("'")[0])
         if not values or len(set(values.values())) > MAX_VALUES or len(content) > MAX_WORDS:
