@@ -105,7 +105,7 @@ summarize summarise rewrite generate find recommend describe send let translate 
 #: Words too common in chat to say what a statement is about ("by the way", "I think").
 GENERIC_WORDS = frozenset("""way really actually also think just usually around oh lot pretty
 still now well get got go goes going see like thing things make sure need want know feel
-thinking planning plan trying try last next new good great much many able bit kind""".split())
+thinking planning plan trying try last next new good great much many able bit kind far""".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _CLOCK = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
