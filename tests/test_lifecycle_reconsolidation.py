@@ -45,12 +45,33 @@ def test_the_rule_on_hand_made_statements() -> None:
         statements("I finished three issues of National Geographic.")
     assert not is_update(three, third)  # "third" and "three" are the same value
     assert statements("How many hours have I spent on it?") == []  # a question states nothing
-    assert statements("The store opened on March 12 near my office.") == []  # a date is no value
     assert statements("I did a 30-mile ride last weekend with Dana.") == []  # an event
     assert statements("Give me the title of chapter 2 for my essay.") == []  # a request
     assert statements("I want you to write 60 characters for my title.") == []
-    assert statements("I snack around 3 pm most days at my desk.") == []  # a time of day
+    for no_value in ("The store opened on March 12 near my office.",  # a date
+                     "I snack around 3 pm most days at my desk."):  # a time of day
+        assert [s.values for s in statements(no_value)] == [frozenset()]
     assert len(statements("user: remember when I got pre-approved for $400,000?")) == 1
+
+
+@pytest.mark.parametrize("old, new", [
+    ("I live in Boston.", "I moved to Denver last month."),
+    ("My internet provider is Comlink, it is painfully slow.",
+     "I switched internet providers to FiberNest and it is so much faster."),
+    ("I work at Google as a designer.", "I switched jobs and now work at Figma."),
+])
+def test_a_change_without_a_number_supersedes(old, new) -> None:
+    assert any(is_update(a, b) for a in statements(new) for b in statements(old))
+
+
+@pytest.mark.parametrize("old, new", [
+    ("I love my dog Rex.", "I moved to Denver last month."),  # another subject
+    ("I live in Boston.", "I moved the meeting with Dana to Friday."),  # not where one lives
+    ("I live in Boston.", "My friend Rachel moved to Chicago."),  # not the speaker
+    ("I live in Boston.", "I was moved by the film about Boston."),
+])
+def test_what_is_not_a_change(old, new) -> None:
+    assert not any(is_update(a, b) for a in statements(new) for b in statements(old))
 
 
 def test_a_new_value_supersedes_the_old_turn_and_ranks_first(tmp_path) -> None:

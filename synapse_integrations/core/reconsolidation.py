@@ -34,6 +34,14 @@ earlier statement of the same speaker is an older version when
    (the memory's BM25 IDF; the same subject),
 3. no value is common to both (the value changed; "third" and "three" are the same).
 
+**Changes without a number.** A sentence in which the speaker says they changed something
+(a :data:`CHANGE_VERBS` verb right after ``I``/``we``: "I moved to Denver", "I switched
+providers to FiberNest") supersedes an earlier statement of theirs that shares its subject:
+shared content words carrying at least :data:`CHANGE_OVERLAP` of the smaller statement's
+IDF mass (capitalised names left out: they are the values here), and something new named
+(a name or a value the old one lacks). Words of one attribute count as one
+(:data:`ATTRIBUTE_WORDS`: "live", "apartment", "moved to" are all where one lives).
+
 Candidates are the earlier episodes the BM25 index ranks highest for the new turn (at
 most :data:`CANDIDATES`), so a write costs one lexical query.
 
@@ -78,6 +86,8 @@ CANDIDATES = 8
 MIN_SHARED = 2
 #: ... and the share of the smaller frame they must make up.
 MIN_OVERLAP = 0.4
+#: The share of the smaller statement's IDF mass a change must share with what it replaces.
+CHANGE_OVERLAP = 0.5
 #: How far apart (in the score) a version is placed from the one it is ranked with.
 VERSION_MARGIN = 1e-6
 
@@ -100,12 +110,30 @@ _MOMENT = frozenset({"ago", "yesterday", "tomorrow", "tonight"})
 _DEICTIC = frozenset({"last", "next", "this"})
 _PERIODS = frozenset("""week weekend month year night morning evening summer winter spring fall
 monday tuesday wednesday thursday friday saturday sunday""".split())
+#: Verbs that say an attribute changed: such a sentence supersedes an earlier one about the
+#: same thing even without a number ("I switched providers to FiberNest").
+CHANGE_VERBS = frozenset("""moved switched changed sold quit replaced upgraded swapped
+transferred relocated""".split())
+#: Words of one attribute, read as that attribute ("I live in Boston" / "I moved to
+#: Denver": both about where one lives).
+ATTRIBUTE_WORDS: dict[str, str] = {
+    **dict.fromkeys("live lives living lived moved move relocated apartment flat house home "
+                    "rent renting".split(), "@home"),
+    **dict.fromkeys("job jobs employer hired employed".split(), "@job"),
+}
+_SUBJECTS = frozenset({"i", "we", "i've", "we've", "i'd", "we'd"})
+#: "moved" is about where one lives only when it says where ("moved to", "moved out"), not
+#: in "I moved the meeting".
+_MOVES = frozenset({"moved", "move", "relocated"})
+_AWAY = frozenset({"to", "into", "back", "out", "in", "here", "there", "away", "abroad", "from"})
+_NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
 _REQUESTS = frozenset("""give write provide suggest tell list make create explain show help
 summarize summarise rewrite generate find recommend describe send let translate add""".split())
 #: Words too common in chat to say what a statement is about ("by the way", "I think").
 GENERIC_WORDS = frozenset("""way really actually also think just usually around oh lot pretty
 still now well get got go goes going see like thing things make sure need want know feel
-thinking planning plan trying try last next new good great much many able bit kind far""".split())
+thinking planning trying try last next new good great much many able bit kind far interested
+looking curious wondering""".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _CLOCK = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
@@ -148,6 +176,8 @@ class Statement:
     slot: frozenset[str]
     frame: frozenset[str]
     words: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    change: bool = False  # says that something changed ("I moved", "I switched")
+    names: frozenset[str] = frozenset()  # capitalised names in it ("Denver", "FiberNest")
 
 
 def _stem(word: str) -> str:
@@ -165,6 +195,15 @@ def _value(token: str) -> str | None:
     return _NUMBER_WORDS.get(token)
 
 
+def _changed(words: Sequence[str]) -> bool:
+    """The speaker says they changed something: a change verb right after a first-person
+    subject ("I moved", "we've just switched"; not "Rachel moved", "my habits changed",
+    "I was moved by", "I sold out")."""
+    return any(w in CHANGE_VERBS and _SUBJECTS.intersection(words[max(0, k - 3):k])
+               and words[k + 1:k + 2] != ["by"] and words[k + 1:k + 2] != ["out"]
+               for k, w in enumerate(words))
+
+
 def _anchored(words: Sequence[str]) -> bool:
     """The sentence names one moment (see :data:`_MOMENT`)."""
     return bool(_MOMENT.intersection(words)) or any(
@@ -172,15 +211,20 @@ def _anchored(words: Sequence[str]) -> bool:
 
 
 def statements(text: str) -> list[Statement]:
-    """The statements of a turn's text (see the module docstring), in order."""
+    """The statements of a turn's text (see the module docstring), in order: sentences with
+    a value, sentences that say something changed, and (as what a change may replace)
+    other short first-person sentences."""
     out = []
-    for sentence in _SENTENCE_RE.findall(_PREFIX_RE.sub("", text, count=1).lower()):
+    for original in _SENTENCE_RE.findall(_PREFIX_RE.sub("", text, count=1)):
+        sentence = original.lower()
         words = _WORD_RE.findall(sentence)
         if sentence.rstrip().endswith("?") and (not words or words[0] in _QUESTION_OPENERS):
             continue
+        change = _changed(words)
         if not _FIRST_PERSON.intersection(words) or _ADDRESSEE.intersection(words) \
-                or (words and words[0] in _REQUESTS) or _anchored(words):
+                or (words and words[0] in _REQUESTS) or (_anchored(words) and not change):
             continue
+        names = frozenset(n.lower() for n in _NAME_RE.findall(original.strip()) if n != "I")
         content: list[tuple[int, str]] = []
         raw: dict[str, str] = {}
         values: dict[int, str] = {}
@@ -190,15 +234,21 @@ def statements(text: str) -> list[Statement]:
             if v is not None and not _MONTHS.intersection(near) \
                     and not _CLOCK.intersection(words[pos + 1:pos + 2]):  # a date, a time of day
                 values[pos] = v
+            elif (w in ATTRIBUTE_WORDS or _stem(w) in ATTRIBUTE_WORDS) and not (
+                    w in _MOVES and words[pos + 1:pos + 2] and words[pos + 1] not in _AWAY):
+                content.append((pos, ATTRIBUTE_WORDS.get(w) or ATTRIBUTE_WORDS[_stem(w)]))
+                raw.setdefault(content[-1][1], w)
             elif w.split("'")[0] not in STOPWORDS and len(w) > 1 and w not in _FIRST_PERSON \
-                    and w not in GENERIC_WORDS:
+                    and w not in GENERIC_WORDS and w not in CHANGE_VERBS:
                 content.append((pos, _stem(w)))
                 raw.setdefault(_stem(w), w.split("'")[0])
-        if not values or len(set(values.values())) > MAX_VALUES or len(content) > MAX_WORDS:
+        if len(set(values.values())) > MAX_VALUES or len(content) > MAX_WORDS:
             continue  # a list of figures or a long instruction states no one attribute
+        if not values and _anchored(words) and not change:
+            continue
         slot = {w for pos, w in content if any(abs(pos - p) <= SLOT_WINDOW for p in values)}
         out.append(Statement(frozenset(values.values()), frozenset(slot),
-                             frozenset(w for _, w in content) - slot, raw))
+                             frozenset(w for _, w in content) - slot, raw, change, names))
     return out
 
 
@@ -215,16 +265,22 @@ def is_update(new: Statement, old: Statement, *, min_shared: int = MIN_SHARED,
     >>> is_update(b, a), is_update(c, a)
     (True, False)
     """
-    if not new.slot & old.slot or new.values & old.values:
-        return False
-    frame_new, frame_old = new.frame | new.slot, old.frame | old.slot
-    shared = frame_new & frame_old
-    if len(shared) - 1 < min_shared:  # the slot word, and min_shared more
-        return False
-
     def mass(stems: frozenset[str], st: Statement) -> float:
         return sum(idf(st.words.get(w, w)) for w in stems) if idf else float(len(stems))
 
+    frame_new, frame_old = new.frame | new.slot, old.frame | old.slot
+    shared = frame_new & frame_old
+    if new.change and not (new.values and old.values):
+        # a change: the same subject, and something new named ("I moved to Denver")
+        fn, fo = frame_new - new.names, frame_old - old.names  # names are the values here
+        shared = fn & fo
+        if not shared or not (new.names - old.names or new.values - old.values):
+            return False
+        return mass(shared, new) / (min(mass(fn, new), mass(fo, old)) or 1.0) >= CHANGE_OVERLAP
+    if not new.slot & old.slot or new.values & old.values:
+        return False
+    if len(shared) - 1 < min_shared:  # the slot word, and min_shared more
+        return False
     smaller = min(mass(frame_new, new), mass(frame_old, old)) or 1.0
     return mass(shared, new) / smaller >= min_overlap
 
