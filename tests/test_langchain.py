@@ -411,7 +411,10 @@ def test_memory_tools_update_and_forget_in_the_callers_namespace(tmp_path, embed
     texts = [it.text for it in ranked]
     assert texts.index("Ana moved to Porto.") < texts.index("Ana lives in Lisbon.")
     old = next(it for it in ranked if it.id == ana)
-    assert old.components.superseded < 0  # shown as a score term
+    # shown as a score term: the old version rides right below its replacement (raised or
+    # lowered to it; docs/concepts.md, "Reconsolidation", ranking)
+    assert old.components.superseded != 0
+    assert old.score < next(it for it in ranked if it.text == "Ana moved to Porto.").score
     assert sum(old.components.terms().values()) == pytest.approx(old.score)
 
     miso = pool.get(namespace_key("agent", "user_id", "u1")).retrieve("dog", k=1).items[0].id

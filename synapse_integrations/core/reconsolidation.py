@@ -112,7 +112,7 @@ _PERIODS = frozenset("""week weekend month year night morning evening summer win
 monday tuesday wednesday thursday friday saturday sunday""".split())
 #: Verbs that say an attribute changed: such a sentence supersedes an earlier one about the
 #: same thing even without a number ("I switched providers to FiberNest").
-CHANGE_VERBS = frozenset("""moved switched changed sold quit replaced upgraded swapped
+CHANGE_VERBS = frozenset("""moved switched changed quit replaced upgraded swapped
 transferred relocated""".split())
 #: Words of one attribute, read as that attribute ("I live in Boston" / "I moved to
 #: Denver": both about where one lives).
