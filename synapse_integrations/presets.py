@@ -57,6 +57,6 @@ BENCH_OPTIONS: dict[str, dict[str, Any]] = {
 #: (each ingests the memory once more).
 LIFECYCLE_OPTIONS: dict[str, dict[str, Any]] = {
     "synapse-reconsolidation": {"reconsolidation": True},
-    "synapse-surprisal": {"surprisal_gate": True, "low_salience_weight": 0.5},
+    "synapse-surprisal": {"surprisal_gate": True},
     "synapse-sleep": {"sleep_auto": True},
 }
