@@ -155,13 +155,20 @@ def _line(item: RetrievedItem) -> str:
 def format_memories(result: RetrievalResult | Iterable[RetrievedItem], *,
                     empty: str = DEFAULT_EMPTY_TEXT) -> str:
     """Prompt text for retrieved memories: one line per item (date, speaker, text), or
-    ``empty`` when there is nothing (or the gate rejected the query).
+    ``empty`` when there is nothing; when an evidence check of the gate rejected the query
+    (not the topic check), ``empty`` and the gate's reason, so the model can say *why* it
+    does not know ("the race was Melanie's, not Caroline's").
 
     >>> format_memories([])
     'Nothing relevant in memory.'
     """
     items = result.accepted if isinstance(result, RetrievalResult) else tuple(result)
-    return "\n".join(_line(it) for it in items) if items else empty
+    if items:
+        return "\n".join(_line(it) for it in items)
+    verdict = result.verdict if isinstance(result, RetrievalResult) else None
+    if verdict is not None and verdict.rejected and verdict.check != "topic":
+        return f"{empty} (Memory check: {result.reason}.)"
+    return empty
 
 
 EngineSource = Union[MemoryEngine, EnginePool, Callable[[str], MemoryEngine]]

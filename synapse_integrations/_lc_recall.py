@@ -46,14 +46,17 @@ def documents(result: RetrievalResult, kinds: Sequence[str] = ("episode",),
 
 def gate_data(result: RetrievalResult) -> dict[str, Any]:
     """The gate's decision as event data."""
+    verdict = result.verdict
     return {"query": result.query, "rejected": result.rejected, "confidence": result.confidence,
             "gate_tau": result.gate_tau, "candidates": len(result.items),
-            "ids": [it.id for it in result.accepted]}
+            "ids": [it.id for it in result.accepted],
+            "check": verdict.check if verdict is not None else None,
+            "reason": result.reason, "evidence_id": verdict.evidence_id if verdict is not None else None}
 
 
 def _rejected_text(result: RetrievalResult) -> str:
-    return (f"SYNAPSE gate: nothing in memory for {result.query!r} "
-            f"(confidence {result.confidence:.3f} < {result.gate_tau})")
+    why = result.reason or f"confidence {result.confidence:.3f} < {result.gate_tau}"
+    return f"SYNAPSE gate: nothing in memory for {result.query!r} ({why})"
 
 
 def report_gate(run_manager: CallbackManagerForRetrieverRun, result: RetrievalResult) -> None:

@@ -58,8 +58,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   f"use an empty --path or another --namespace", file=out)
             return 2
         turns = [
-            {"text": f"{t['speaker']}: {t['text']}", "speaker": t["speaker"], "timestamp": s["datetime"]}
-            for s in demo["sessions"] for t in s["turns"]
+            {"text": f"{t['speaker']}: {t['text']}", "speaker": t["speaker"], "timestamp": s["datetime"],
+             "id": f"s{si}t{ti}"}
+            for si, s in enumerate(demo["sessions"]) for ti, t in enumerate(s["turns"])
         ]
         t0 = time.perf_counter()
         for chunk_start in _progress(range(0, len(turns), 10), total=(len(turns) + 9) // 10,
@@ -70,13 +71,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"ingested {len(turns)} turns from {len(demo['sessions'])} sessions in "
               f"{time.perf_counter() - t0:.1f}s: {st['episodes']} episodes, {st['concepts']} concepts, "
               f"{st['edges']} edges", file=out)
+        right = found = answerable = 0
         for q in demo["questions"]:
             res = mem.retrieve(q["question"], k=args.k)
             print("\n" + "=" * 78, file=out)
             print(f"Q: {q['question']}   [{q['kind']}; expected: {q['expect']}]", file=out)
             verdict = ("REJECTED: nothing relevant in memory" if res.rejected else "accepted")
-            print(f"gate: confidence {res.confidence:.3f} vs tau {res.gate_tau:.2f} -> {verdict}", file=out)
+            print(f"gate: {verdict} ({res.reason})", file=out)
             _print_items(mem, res, out, res.items)
+            should_reject = q["kind"] == "never"
+            gate_ok = res.rejected == should_reject
+            right += gate_ok
+            line = (f"gate {'right' if gate_ok else 'WRONG'}: "
+                    f"{'rejected' if res.rejected else 'accepted'}, should be "
+                    f"{'rejected (never said)' if should_reject else 'accepted'}")
+            if q["answer_turns"]:
+                answerable += 1
+                wanted = {f"s{a}t{b}" for a, b in q["answer_turns"]}
+                hit = next((r for r, it in enumerate(res.items, 1) if it.id in wanted), None)
+                found += hit is not None
+                line += (f"; answer turn found at rank {hit}" if hit else
+                         f"; answer turn NOT in the top {args.k}")
+            print(line, file=out)
             if q["kind"] == "bridge":
                 # the default single pass rarely reaches a fact two hops away; the opt-in
                 # second pass puts the best match's named entities into the query
@@ -86,6 +102,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
                       f"entities of the best match added to the query), first {args.k} turns:",
                       file=out)
                 _print_items(mem, res, out, list(res.episodes())[:args.k])
+        print("\n" + "=" * 78, file=out)
+        print(f"summary: answer turn found for {found} of {answerable} answerable questions "
+              f"(top {args.k}); gate right on {right} of {len(demo['questions'])} questions",
+              file=out)
     finally:
         mem.close()
     return 0
@@ -187,6 +207,16 @@ def format_gate(gate: dict[str, Any] | None, refuse: str, answer: str) -> list[s
     for row in gate["sweep"]:
         lines.append(f"  {row['tau']:<6g} {100 * row['adversarial_rejection']:>20.1f} "
                      f"{100 * row['false_refusal']:>14.1f}")
+    if "decision" in gate:
+        d = gate["decision"]
+        lines.append(f"whole gate as decided (topic + evidence checks): {refuse} rejected "
+                     f"{100 * d['adversarial_rejection']:.1f}%, false refusals "
+                     f"{100 * d['false_refusal']:.1f}%; rejections by check {gate['checks']}")
+        for name, key in (("attribution_sweep", "margin"), ("presence_sweep", "presence_min")):
+            lines.append(f"  {key:<13}{refuse + ' rejected':>20}  false refusal   ({name})")
+            for row in gate[name]:
+                lines.append(f"  {row[key]:<13g}{100 * row['adversarial_rejection']:>20.1f} "
+                             f"{100 * row['false_refusal']:>14.1f}")
     return lines
 
 

@@ -102,6 +102,9 @@ class SynapseConfig:
             carry and its lead over any other turn; no other node gains anything. Spreading activation rewards turns in well-connected
             clusters, so without it a turn singled out by a rare token can rank below its
             near-duplicates (docs/benchmarks.md, "Exact identifiers").
+        distinct_similarity_ratio: only turns whose cosine with the query is at least this
+            fraction of the best turn's can be singled out (in a small memory every word is
+            rare: "Where does Sam live now?" must not lift the one turn saying "now").
         top_k: default number of items returned.
         superseded_weight: an episode replaced by a newer version (:meth:`Synapse.update`)
             scores this fraction of its score, and always below its replacement when both
@@ -120,6 +123,13 @@ class SynapseConfig:
         gate_signal / gate_tau: reject when the top item's signal is below ``gate_tau``.
             ``"activation"`` (the paper): its activation; ``"similarity"``: its cosine with
             the query; ``"score"``: its hybrid score.
+        gate_attribution_margin: the evidence gate's attribution check (core/gate.py)
+            rejects a question naming one speaker when a turn not about them covers the
+            question's attribute terms by more than this share beyond the best turn about
+            them.
+        gate_presence_min: its presence check rejects when no allowed turn covers at least
+            this share of the attribute terms (words memory never saw count as uncovered);
+            0 switches it off.
 
     Lifecycle (mnemos, seed 004; docs/concepts.md, "Memory lifecycle")
         reconsolidation: a stored turn that restates an attribute with a new value marks
@@ -137,7 +147,8 @@ class SynapseConfig:
 
     Switches (for the paper's ablations)
         use_bm25, use_dense, use_graph, use_activation, use_fan_effect, use_inhibition,
-        use_decay, use_pagerank, use_gate.
+        use_decay, use_pagerank, use_gate; use_evidence_gate (the attribution and
+        presence checks on top of ``gate_tau``; docs/gate.md).
     """
 
     # --- embeddings
@@ -179,6 +190,7 @@ class SynapseConfig:
     weight_pagerank: float = 0.1
     weight_lexical: float = 0.3
     weight_distinct: float = 1.0
+    distinct_similarity_ratio: float = 0.8
     pagerank_damping: float = 0.85
     top_k: int = 30
     superseded_weight: float = 0.5
@@ -187,6 +199,8 @@ class SynapseConfig:
     feedback_weight: float = 0.5
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
+    gate_attribution_margin: float = 0.05
+    gate_presence_min: float = 0.0
 
     # --- lifecycle (mnemos): reconsolidation, surprisal gate, sleep consolidation
     reconsolidation: bool = False
@@ -209,6 +223,7 @@ class SynapseConfig:
     use_decay: bool = True
     use_pagerank: bool = True
     use_gate: bool = True
+    use_evidence_gate: bool = True
 
     # --- free-form, for extensions (kept JSON-serialisable)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -226,7 +241,8 @@ class SynapseConfig:
             v = getattr(self, name)
             need(-1.0 <= v <= 1.0, f"{name} must be a cosine in [-1, 1], got {v!r}")
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
-                     "pagerank_damping", "superseded_weight", "surprisal_tau",
+                     "pagerank_damping", "superseded_weight", "gate_attribution_margin",
+                     "distinct_similarity_ratio", "gate_presence_min", "surprisal_tau",
                      "low_salience_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")

@@ -30,6 +30,7 @@ PAPER_DEFAULTS: dict[str, Any] = {
     "weight_distinct": 0.0,
     "gate_signal": "activation",
     "gate_tau": 0.12,
+    "use_evidence_gate": False,
 }
 
 #: The ablation rows of the paper's Table 3: each switches one mechanism off.
@@ -45,6 +46,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     # ours, not the paper's: what the additions to the score are worth
     "no-lexical": {"weight_lexical": 0.0},
     "no-distinct": {"weight_distinct": 0.0},
+    "no-evidence-gate": {"use_evidence_gate": False},
 }
 
 #: Options that are off by default, measured by the benchmarks as methods of their own.

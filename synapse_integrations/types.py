@@ -147,13 +147,37 @@ class RetrievedItem:
 
 
 @dataclass(frozen=True)
+class GateVerdict:
+    """Why the gate accepted or rejected a query (:mod:`synapse_integrations.core.gate`).
+
+    ``check`` is the check that failed (``"topic"``, ``"attribution"``, ``"presence"``,
+    ``"judge"``) or ``"accepted"``; ``reason`` says it in words; ``evidence_id`` is the memory
+    the decision rests on (the other speaker's turn, the best turn found), if any;
+    ``signals`` the measured values (``confidence``, ``attribution_gap``, ``presence``).
+    """
+
+    rejected: bool
+    check: str
+    reason: str
+    evidence_id: str | None = None
+    signals: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"rejected": self.rejected, "check": self.check, "reason": self.reason,
+                "evidence_id": self.evidence_id, "signals": dict(self.signals)}
+
+
+@dataclass(frozen=True)
 class RetrievalResult:
     """The answer of :meth:`Synapse.retrieve`.
 
     ``items`` are ranked by score, best first. ``rejected`` is True when the uncertainty
     gate judged that memory holds nothing relevant (``confidence`` below ``gate_tau``);
     the items are still there for inspection, but a caller should answer "nothing in
-    memory". ``confidence`` is the top-ranked node's activation.
+    memory". ``confidence`` is the gate's signal on the top-ranked item (its similarity
+    by default, ``SynapseConfig.gate_signal``). ``verdict`` says which check decided and
+    on which evidence (:class:`GateVerdict`; None for results built without the gate).
     """
 
     query: str
@@ -161,6 +185,12 @@ class RetrievalResult:
     rejected: bool
     confidence: float
     gate_tau: float
+    verdict: GateVerdict | None = field(default=None, compare=False)
+
+    @property
+    def reason(self) -> str:
+        """The gate's decision in words (``""`` when no verdict was recorded)."""
+        return self.verdict.reason if self.verdict is not None else ""
 
     def __iter__(self):  # iterate the items directly
         return iter(self.items)

@@ -16,11 +16,24 @@ def test_demo_prints_every_question_and_finds_the_bridge_with_entity_feedback(tm
     out = capsys.readouterr().out
     demo = _load_demo()
     assert f"ingested {sum(len(s['turns']) for s in demo['sessions'])} turns" in out
-    blocks = out.split("=" * 78)[1:]
+    *blocks, summary = out.split("=" * 78)[1:]
     assert len(blocks) == len(demo["questions"])
+    right = found = 0
     for block, q in zip(blocks, demo["questions"]):
         assert f"Q: {q['question']}" in block
-        assert re.search(r"gate: confidence \d\.\d{3} vs tau 0\.25 -> (accepted|REJECTED)", block)
+        assert re.search(r"gate: (accepted|REJECTED: nothing relevant in memory) \(.+\)", block)
+        # issue 11: whether the gate decided right and whether the answer turn was found
+        verdict = re.search(r"gate (right|WRONG): (accepted|rejected), should be (\w+)", block)
+        assert verdict and (verdict.group(1) == "right") == (
+            (verdict.group(2) == "rejected") == (q["kind"] == "never"))
+        right += verdict.group(1) == "right"
+        if q["answer_turns"]:
+            hit = re.search(r"answer turn (found at rank (\d)|NOT in the top 5)", block)
+            assert hit
+            found += hit.group(2) is not None
+    answerable = sum(bool(q["answer_turns"]) for q in demo["questions"])
+    assert (f"summary: answer turn found for {found} of {answerable} answerable questions (top 5); "
+            f"gate right on {right} of {len(demo['questions'])} questions") in summary
     bridge = blocks[[q["kind"] for q in demo["questions"]].index("bridge")]
     single, _, feedback = bridge.partition("same question with entity_feedback=1")
     assert feedback, "the bridge question is asked a second time with entity feedback"

@@ -54,9 +54,24 @@ def _plot_gate(gate: dict[str, Any], path: Path, refuse: str, answer: str) -> Pa
     fig, ax = plt.subplots(figsize=(5, 4.5))
     xs = [100 * r["false_refusal"] for r in gate["sweep"]]
     ys = [100 * r["adversarial_rejection"] for r in gate["sweep"]]
-    ax.plot(xs, ys, marker="o")
+    ax.plot(xs, ys, marker="o", label="topic check (tau)")
     for r, x, y in zip(gate["sweep"], xs, ys):
         ax.annotate(f"{r['tau']:g}", (x, y), fontsize=7, xytext=(3, -8), textcoords="offset points")
+    for name, key, label in (("attribution_sweep", "margin", "+ attribution (margin)"),
+                             ("presence_sweep", "presence_min", "+ presence (minimum)")):
+        rows = gate.get(name) or []
+        if rows:
+            px = [100 * r["false_refusal"] for r in rows]
+            py = [100 * r["adversarial_rejection"] for r in rows]
+            ax.plot(px, py, marker="s", label=label)
+            for r, x, y in zip(rows, px, py):
+                ax.annotate(f"{r[key]:g}", (x, y), fontsize=7, xytext=(3, 3),
+                            textcoords="offset points")
+    if "decision" in gate:
+        d = gate["decision"]
+        ax.plot([100 * d["false_refusal"]], [100 * d["adversarial_rejection"]], "k*",
+                markersize=12, label="default gate")
+    ax.legend(fontsize=7)
     ax.set_xlabel(f"false refusals, {answer} (%)")
     ax.set_ylabel(f"{refuse} rejected (%)")
     ax.set_title(f"gate sweep ({gate['method']})")

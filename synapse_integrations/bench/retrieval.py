@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,6 +252,7 @@ class QuestionRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     rejected: bool | None = None
     qid: str = ""
+    gate: dict[str, Any] | None = None  # the gate's verdict (check, reason, signals)
 
 
 @dataclass
@@ -370,7 +372,8 @@ def run_memories(
                         ranked = [it.id for it in res.items if it.kind == "episode"]
                         state.records[m].append(QuestionRecord(
                             memory.name, q.text, q.category, q.evidence, ranked, ms,
-                            float(res.confidence), dict(q.extra), bool(res.rejected), q.qid))
+                            float(res.confidence), dict(q.extra), bool(res.rejected), q.qid,
+                            res.verdict.to_dict() if res.verdict is not None else None))
                 state.seconds["retrieve"] += time.perf_counter() - t0
             finally:
                 mem.close()
@@ -411,6 +414,11 @@ def _gate_method(methods: Sequence[str]) -> str | None:
     return "synapse" if "synapse" in engine else next(iter(engine), None)
 
 
+#: attribution margins and presence minimums the gate section sweeps
+GATE_MARGINS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
+GATE_PRESENCE = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4)
+
+
 def gate_section(records: Sequence[QuestionRecord], cfg: SynapseConfig, method: str,
                  should_refuse: Callable[[QuestionRecord], bool], describe: str,
                  taus: Sequence[float]) -> dict[str, Any]:
@@ -418,8 +426,26 @@ def gate_section(records: Sequence[QuestionRecord], cfg: SynapseConfig, method: 
     conf = [(should_refuse(r), float(r.confidence)) for r in records
             if r.confidence is not None]
     rates = refusal_rates((s, c < cfg.gate_tau) for s, c in conf)
-    return {"method": method, "tau": float(cfg.gate_tau), "signal": cfg.gate_signal,
-            "should_refuse": describe, **rates, "sweep": refusal_sweep(conf, taus)}
+    out = {"method": method, "tau": float(cfg.gate_tau), "signal": cfg.gate_signal,
+           "should_refuse": describe, **rates, "sweep": refusal_sweep(conf, taus)}
+    judged = [r for r in records if r.gate is not None]
+    if judged:
+        # the whole gate as the engine decided (topic + evidence checks), which check
+        # rejected, and each evidence check's curve on top of the topic check
+        out["decision"] = refusal_rates((should_refuse(r), bool(r.rejected)) for r in judged)
+        out["checks"] = dict(Counter(r.gate["check"] for r in judged if r.gate["rejected"]))
+        sig = [(should_refuse(r), r.gate["check"] == "topic", r.gate["signals"]) for r in judged]
+        out["attribution_sweep"] = [
+            {"margin": m, **refusal_rates((s, topic or g.get("attribution_gap", -1.0) > m)
+                                          for s, topic, g in sig)}
+            for m in GATE_MARGINS]
+        margin = cfg.gate_attribution_margin
+        out["presence_sweep"] = [
+            {"presence_min": p, **refusal_rates(
+                (s, topic or g.get("attribution_gap", -1.0) > margin or g.get("presence", 1.0) < p)
+                for s, topic, g in sig)}
+            for p in GATE_PRESENCE]
+    return out
 
 
 def best_baseline_section(methods: Mapping[str, Mapping[str, Any]], metrics: Sequence[str],

@@ -259,6 +259,42 @@ class BM25Index:
         top = top[scores[top] > 0]
         return [ids[i] for i in top], scores[top]  # type: ignore[misc]
 
+    def coverage(self, tokens: Sequence[str], index: Mapping[str, int], n: int,
+                 eligible: np.ndarray) -> tuple[np.ndarray, list[str], float]:
+        """For each position of ``index`` (length ``n``): the share of the IDF mass of
+        ``tokens`` that the document contains, IDF computed over the ``eligible``
+        positions; tokens no eligible document holds are left out. Returns the shares, the
+        tokens that counted and their IDF mass. Ineligible positions get 0.
+
+        >>> idx = BM25Index()
+        >>> idx.set({"a": "Mel ran a charity race", "b": "the race was fun", "c": "hello"})
+        >>> cov, used, _ = idx.coverage(["charity", "race", "hamster"], {"a": 0, "b": 1, "c": 2}, 3,
+        ...                          np.ones(3, dtype=bool))
+        >>> [round(float(x), 2) for x in cov], used
+        ([1.0, 0.32, 0.0], ['charity', 'race'])
+        """
+        eligible = np.asarray(eligible, dtype=bool)
+        out = np.zeros(n)
+        total_docs = int(eligible.sum())
+        used: list[str] = []
+        mass = 0.0
+        with self._lock:
+            pos = self._slot_positions(index, n)
+            for token in dict.fromkeys(tokens):
+                got = self._postings(token)
+                if got is None:
+                    continue
+                where = pos[got[0]]
+                where = where[where >= 0]
+                where = where[eligible[where]]
+                if where.size == 0:
+                    continue
+                idf = math.log(1.0 + (total_docs - where.size + 0.5) / (where.size + 0.5))
+                out[where] += idf
+                mass += idf
+                used.append(token)
+        return (out / mass if mass > 0 else out), used, mass
+
     def exclusive_share(self, text: str, index: Mapping[str, int], n: int,
                         eligible: np.ndarray) -> np.ndarray:
         """For each position of ``index`` (length ``n``): the share of the query's IDF mass

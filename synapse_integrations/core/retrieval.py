@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from ..config import SynapseConfig
 from ..types import RetrievalResult, RetrievedItem, ScoreComponents
-from . import echoes, scoring
+from . import echoes, gate, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
@@ -192,8 +192,13 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
     if cfg.uses_distinct_score:  # rare tokens only one turn (in scope) contains
         turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
-        distinct = scoring.singled_out(
-            state.bm25.exclusive_share(text, view.index, view.n, turns))[cand]
+        share = state.bm25.exclusive_share(text, view.index, view.n, turns)
+        # the exact token singles a turn out only if the turn is about the question too
+        # (its cosine within distinct_similarity_ratio of the best turn's): in a small
+        # memory every word is rare, and "now" alone must not lift "Sending it now"
+        best_sim = float(sim_all[turns].max()) if turns.any() else 0.0
+        share[sim_all < cfg.distinct_similarity_ratio * best_sim] = 0.0
+        distinct = scoring.singled_out(share)[cand]
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical, distinct=distinct)
     hybrid = score
@@ -372,7 +377,11 @@ class Retriever:
             confidence = float(run.sim[top])
         else:
             confidence = float(run.activation[top])
-        rejected = cfg.use_gate and scoring.gate(confidence, tau=cfg.gate_tau)
+        verdict = None
+        if cfg.use_gate:  # topic, attribution and presence checks (core/gate.py)
+            turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
+            verdict = gate.evaluate(view, self.state.bm25, query, cfg, confidence, turns)
+        rejected = verdict is not None and verdict.rejected
         if cfg.entity_feedback and cfg.use_graph:
             found = feedback_entities(self.state, view, run, cfg.entity_feedback, query)
             if found:
@@ -403,8 +412,8 @@ class Retriever:
                        run.parents, activation)
             for j in run.order
         )
-        return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau),
-                         tuple(a for a in activated if a is not None))
+        return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau,
+                                         verdict), tuple(a for a in activated if a is not None))
 
 
 class RetrievalSteps:

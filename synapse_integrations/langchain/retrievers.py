@@ -64,6 +64,8 @@ class SynapseRetriever(BaseRetriever):
         kinds: which node kinds to return: the memories (``"episode"``, default), and the
             concept nodes that link them too with ``("episode", "concept")``.
         include_rejected: return the ranked items even when the gate rejected the query.
+        judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any chat
+            model) that reviews what the offline gate accepted.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -72,6 +74,7 @@ class SynapseRetriever(BaseRetriever):
     k: int = Field(default=10, ge=1, description="Number of memories to return.")
     kinds: tuple[str, ...] = ("episode",)
     include_rejected: bool = False
+    judge: Any = Field(default=None, description="Optional LLMGateJudge reviewing accepted results.")
 
     def _k(self, k: int | None) -> int:
         return self.k if k is None else k
@@ -79,6 +82,8 @@ class SynapseRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None) -> list[Document]:
         result = self.engine.retrieve(query, k=self._k(k), kinds=self.kinds)
+        if self.judge is not None:
+            result = self.judge.review(result)
         report_gate(run_manager, result)
         return documents(result, self.kinds, self.include_rejected)
 
@@ -86,5 +91,7 @@ class SynapseRetriever(BaseRetriever):
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None) -> list[Document]:
         result = await self.engine.aretrieve(query, k=self._k(k), kinds=self.kinds)
+        if self.judge is not None:
+            result = await self.judge.areview(result)
         await areport_gate(run_manager, result)
         return documents(result, self.kinds, self.include_rejected)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from .._adapter_utils import item_metadata, require
 from ..types import MemoryEngine, RetrievalResult
@@ -31,6 +31,8 @@ class SynapseGateEvent(BaseEvent):
     gate_tau: float
     candidates: int
     ids: list[str]
+    check: Optional[str] = None  # the gate check that decided ("topic", "attribution", ...)
+    reason: str = ""
 
     @classmethod
     def class_name(cls) -> str:
@@ -41,7 +43,9 @@ def gate_event(result: RetrievalResult) -> SynapseGateEvent:
     """The gate's decision on ``result`` as an instrumentation event."""
     return SynapseGateEvent(query=result.query, rejected=result.rejected,
                             confidence=float(result.confidence), gate_tau=float(result.gate_tau),
-                            candidates=len(result.items), ids=[it.id for it in result.accepted])
+                            candidates=len(result.items), ids=[it.id for it in result.accepted],
+                            check=result.verdict.check if result.verdict is not None else None,
+                            reason=result.reason)
 
 # what the LLM sees next to a memory's text; the rest of the metadata is for inspection
 _LLM_KEYS = ("speaker", "timestamp")

@@ -167,6 +167,8 @@ class ItemOut(BaseModel):
 class GateOut(BaseModel):
     decision: Literal["accepted", "rejected"]
     reason: str
+    check: Optional[str] = None
+    evidence_id: Optional[str] = None
 
 
 class RetrieveOut(BaseModel):

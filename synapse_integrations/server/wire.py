@@ -36,6 +36,7 @@ from ..errors import (
 from ..types import (
     ConsistencyReport,
     ConsolidationReport,
+    GateVerdict,
     RetrievalResult,
     RetrievedItem,
     ScoreComponents,
@@ -211,6 +212,9 @@ def gate_reason(result: RetrievalResult, *, signal: str = "similarity",
         return "nothing in memory matches the query (no candidate memories)"
     if not enabled:
         return "the gate is switched off (use_gate=False): every query is accepted"
+    if result.verdict is not None:
+        reason = result.verdict.reason
+        return f"rejected: {reason}" if result.rejected else reason
     if result.rejected:
         return (f"rejected: the top memory's {signal} {result.confidence:.3f} is below "
                 f"gate_tau {result.gate_tau:.3f}; nothing relevant in memory")
@@ -229,16 +233,24 @@ def result_to_wire(result: RetrievalResult, *, signal: str = "similarity",
         "confidence": float(result.confidence),
         "gate_tau": float(result.gate_tau),
         "gate": {"decision": "rejected" if result.rejected else "accepted",
-                 "reason": gate_reason(result, signal=signal, enabled=gate_enabled)},
+                 "reason": gate_reason(result, signal=signal, enabled=gate_enabled),
+                 "check": result.verdict.check if result.verdict is not None else None,
+                 "evidence_id": result.verdict.evidence_id if result.verdict is not None else None},
     }
 
 
 def result_from_wire(data: dict[str, Any]) -> RetrievalResult:
-    """Inverse of :func:`result_to_wire` (the ``gate`` words are dropped)."""
+    """Inverse of :func:`result_to_wire` (the gate's check and reason come back as its
+    verdict)."""
+    gate = data.get("gate") or {}
+    verdict = None
+    if gate.get("check"):
+        verdict = GateVerdict(bool(data["rejected"]), str(gate["check"]),
+                              str(gate.get("reason") or ""), gate.get("evidence_id"))
     return RetrievalResult(
         query=data["query"], items=tuple(item_from_wire(it) for it in data["items"]),
         rejected=bool(data["rejected"]), confidence=float(data["confidence"]),
-        gate_tau=float(data["gate_tau"]))
+        gate_tau=float(data["gate_tau"]), verdict=verdict)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,230 @@
+"""The evidence gate (issue 11): does the retrieved evidence support *this* question?
+
+SYNAPSE's uncertainty gate (section 3.4) rejects a query when the best memory is too far
+from it (``topic``: the top item's similarity below ``gate_tau``). That catches questions
+on topics memory never saw, but not the questions an agent meets most: a topic memory holds,
+asked about the wrong person ("What did Caroline realize after her charity race?" when
+Melanie ran it), or a detail never said ("What is Sam's dog called?" in a memory that talks
+about Sam but never about a dog). Two offline checks read the evidence for that:
+
+* ``attribution``: the question names exactly one of the memory's speakers. Over the
+  question's **attribute terms** (its content words, minus the speakers' names and a few
+  question-frame words, see :func:`attribute_terms`), each turn's *coverage* is the share
+  of their IDF mass it contains (:meth:`~synapse_integrations.core.bm25.BM25Index.coverage`).
+  Each turn is *about* its speaker, or about the person it addresses (:func:`turn_about`).
+  If a turn not about the named person covers the terms by more than
+  ``gate_attribution_margin`` beyond the best turn about them, the evidence is about
+  someone else: rejected.
+* ``presence``: the named speaker's (or, with no one named, any) turn must cover at least
+  ``gate_presence_min`` of the attribute terms, counting words memory never saw as
+  uncovered: a question whose specific words no turn holds is about something never said.
+
+Each check is a pure function of arrays here; :func:`decide` combines them in the order
+topic -> attribution -> presence and says which check failed, on which evidence. The
+decisions and their measured curves are in docs/gate.md.
+
+>>> attribute_terms("What did Caroline realize after her charity race?", ["Caroline", "Melanie"])
+['realize', 'charity', 'race']
+>>> named_subjects("What is Melanie's dog called?", ["Caroline", "Melanie"])
+['Melanie']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..types import GateVerdict
+from . import scoring
+from .tokens import tokenize
+
+if TYPE_CHECKING:
+    from ..config import SynapseConfig
+    from .bm25 import BM25Index
+    from .graph import Compiled
+
+__all__ = ["FRAME_WORDS", "attribute_terms", "attribution_gap", "decide", "evaluate",
+           "named_subjects", "presence", "turn_about"]
+
+#: Words that frame a question rather than name what it asks about ("What *kind* of ...",
+#: "Did Sam ever *mention* ...", "What is the *name* of ..."): left out of the attribute
+#: terms, whose coverage the checks measure.
+FRAME_WORDS = frozenset("""
+kind type sort name named called mention mentioned mentions say said says tell told ever
+recently currently now still lately anymore usually
+""".split())
+
+
+def _name_tokens(name: str) -> list[str]:
+    return tokenize(name) or [name.lower()]
+
+
+def named_subjects(question: str, speakers: Sequence[str]) -> list[str]:
+    """The speakers the question names (every token of the name appears in it), in the
+    order given.
+
+    >>> named_subjects("Did Sam and Riley meet in June?", ["Riley", "Sam", "Dana"])
+    ['Riley', 'Sam']
+    >>> named_subjects("Where does my sister live?", ["user", "assistant"])
+    []
+    """
+    words = set(tokenize(question))
+    return [s for s in speakers if s and all(t in words for t in _name_tokens(s))]
+
+
+def attribute_terms(question: str, names: Sequence[str]) -> list[str]:
+    """The question's content tokens (:func:`~synapse_integrations.core.tokens.tokenize`)
+    without the tokens of ``names`` and :data:`FRAME_WORDS`, in order, once each.
+
+    >>> attribute_terms("What is the name of Sam's dog?", ["Sam"])
+    ['dog']
+    """
+    skip = {t for n in names for t in _name_tokens(n)} | FRAME_WORDS
+    return list(dict.fromkeys(t for t in tokenize(question) if t not in skip))
+
+
+def attribution_gap(coverage: np.ndarray, subject: np.ndarray,
+                    other: np.ndarray) -> tuple[float, int, int]:
+    """``(gap, best_other, best_subject)``: how much better the best ``other`` turn covers
+    the attribute terms than the best ``subject`` turn (positions, -1 when there is none).
+
+    >>> attribution_gap(np.array([0.2, 0.9, 0.5]), np.array([True, False, True]),
+    ...                 np.array([False, True, False]))
+    (0.4, 1, 2)
+    """
+    cov = np.asarray(coverage, dtype=np.float64)
+    best_s = int(np.argmax(np.where(subject, cov, -1.0))) if np.any(subject) else -1
+    best_o = int(np.argmax(np.where(other, cov, -1.0))) if np.any(other) else -1
+    s = float(cov[best_s]) if best_s >= 0 else 0.0
+    o = float(cov[best_o]) if best_o >= 0 else 0.0
+    return round(o - s, 12), best_o, best_s
+
+
+def presence(coverage: np.ndarray, allowed: np.ndarray, seen_share: float) -> tuple[float, int]:
+    """``(share, position)``: the best coverage among ``allowed`` turns, scaled by the share
+    of the attribute terms' weight that memory holds at all (``seen_share``: words no turn
+    contains count as uncovered).
+
+    >>> presence(np.array([0.5, 1.0]), np.array([True, True]), 0.5)
+    (0.5, 1)
+    """
+    cov = np.asarray(coverage, dtype=np.float64)
+    if not np.any(allowed):
+        return 0.0, -1
+    best = int(np.argmax(np.where(allowed, cov, -1.0)))
+    return float(cov[best]) * float(seen_share), best
+
+
+def decide(*, topic_ok: bool, confidence: float, tau: float, signal: str,
+           attribution: tuple[float, str, str | None, str | None] | None, margin: float,
+           present: tuple[float, str | None, list[str]] | None, presence_min: float) -> GateVerdict:
+    """The gate's verdict: the first check that fails, in the order topic -> attribution
+    -> presence (a check given as None was not applicable or is switched off).
+
+    ``attribution`` is ``(gap, subject, other_speaker, evidence_id)``; ``present`` is
+    ``(share, evidence_id, terms)``.
+
+    >>> decide(topic_ok=True, confidence=0.6, tau=0.25, signal="similarity",
+    ...        attribution=(0.7, "Caroline", "Melanie", "D2:3"), margin=0.3,
+    ...        present=None, presence_min=0.2).check
+    'attribution'
+    >>> decide(topic_ok=True, confidence=0.6, tau=0.25, signal="similarity",
+    ...        attribution=None, margin=0.3, present=(0.9, "D1:1", ["dog"]),
+    ...        presence_min=0.2).rejected
+    False
+    """
+    if not topic_ok:
+        return GateVerdict(True, "topic", f"the top memory's {signal} {confidence:.3f} is below "
+                           f"gate_tau {tau:.3f}: nothing in memory is about this",
+                           None, {"confidence": confidence})
+    signals = {"confidence": confidence}
+    if attribution is not None:
+        gap, subject, other, evidence = attribution
+        signals["attribution_gap"] = gap
+        if gap > margin:
+            return GateVerdict(True, "attribution", f"the question asks about {subject}, but the "
+                               f"turn that best holds its words ({evidence}, said by {other}) is "
+                               f"not about {subject}: it beats {subject}'s best by {gap:.2f} > "
+                               f"{margin:g}", evidence, signals)
+    if present is not None:
+        share, evidence, terms = present
+        signals["presence"] = share
+        if presence_min > 0 and share < presence_min:
+            what = ", ".join(repr(t) for t in terms[:6]) or "its words"
+            return GateVerdict(True, "presence", f"no memory holds what the question asks about "
+                               f"({what}): the best turn covers {share:.2f} < {presence_min:g} "
+                               f"of it", evidence, signals)
+    return GateVerdict(False, "accepted", f"accepted: the top memory's {signal} {confidence:.3f} "
+                       f">= gate_tau {tau:.3f} and the evidence checks passed", None, signals)
+
+
+def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
+             confidence: float, eligible: np.ndarray) -> GateVerdict:
+    """The gate on one retrieval: the topic check on ``confidence``, then (with
+    ``cfg.use_evidence_gate``) the attribution and presence checks over the ``eligible``
+    episodes of ``view`` (those the query's filters allow)."""
+    topic_ok = not scoring.gate(confidence, tau=cfg.gate_tau)
+    attribution = present = None
+    if topic_ok and cfg.use_evidence_gate:
+        spk = np.array(view.node_values("speaker"), dtype=object)
+        speakers = sorted({s for s in spk[eligible] if isinstance(s, str) and s})
+        named = named_subjects(query, speakers)
+        terms = attribute_terms(query, speakers)
+        if terms:
+            cov, used, mass = bm25.coverage(terms, view.index, view.n, eligible)
+            subject = eligible & (spk == named[0]) if len(named) == 1 else eligible
+            if len(named) == 1 and len(speakers) >= 2 and used:
+                # only turns holding some attribute term can decide: whom is each about?
+                hits = np.flatnonzero(eligible & (cov > 0))
+                about = view.derived("gate.about", lambda _: {})
+                texts = view.node_values("text", "")
+                key = tuple(speakers)
+                owned = np.zeros(view.n, dtype=bool)
+                for i in hits.tolist():
+                    if (i, key) not in about:
+                        about[(i, key)] = turn_about(texts[i], spk[i], speakers)
+                    owned[i] = named[0] in about[(i, key)]
+                gap, o, _ = attribution_gap(cov, owned, eligible & ~owned)
+                if o >= 0:
+                    attribution = (gap, named[0], str(spk[o]), view.ids[o])
+            # measured always (benchmarks sweep it); it decides when gate_presence_min > 0
+            unseen = len(terms) - len(used)
+            idf_unseen = math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5)
+            seen_share = mass / (mass + unseen * idf_unseen) if mass > 0 else 0.0
+            share, at = presence(cov, subject, seen_share)
+            present = (share, view.ids[at] if at >= 0 else None, terms)
+    return decide(topic_ok=topic_ok, confidence=confidence, tau=cfg.gate_tau,
+                  signal=cfg.gate_signal, attribution=attribution,
+                  margin=cfg.gate_attribution_margin, present=present,
+                  presence_min=cfg.gate_presence_min)
+
+
+_FIRST = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|us)\b", re.I)
+_SECOND = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
+
+
+def turn_about(text: str, speaker: str | None, names: Sequence[str]) -> frozenset[str]:
+    """Whom one turn is about, among ``names``: its speaker when it speaks in the first
+    person or addresses no one; another person when it addresses them (``you``/``your``
+    or a question: every other name; their name, or a prefix of it of 3+ letters such as
+    "Mel" for Melanie: that one). "That charity race sounds great, Mel!" is about Mel;
+    "How's work?" asks about the listener, it says nothing of its speaker.
+
+    >>> sorted(turn_about("Caroline: That race sounds great, Mel!", "Caroline",
+    ...                   ["Caroline", "Melanie"]))
+    ['Melanie']
+    >>> sorted(turn_about("Melanie: I ran a race. How are you?", "Melanie", ["Caroline", "Melanie"]))
+    ['Caroline', 'Melanie']
+    """
+    body = text[len(speaker) + 1:] if speaker and text.startswith(f"{speaker}:") else text
+    words = set(re.findall(r"[a-z]{3,}", body.lower()))
+    addressed = [nm for nm in names if nm != speaker and any(nm.lower().startswith(w) for w in words)]
+    second = bool(_SECOND.search(body)) or "?" in body
+    out = set(addressed or ([nm for nm in names if nm != speaker] if second else []))
+    if speaker in names and (_FIRST.search(body) or not (second or addressed)):
+        out.add(speaker)  # type: ignore[arg-type]
+    return frozenset(out)

@@ -1,0 +1,151 @@
+"""Issue 11: the evidence gate (attribution, presence), its reasons in results and
+adapters, and the optional LLM judge (fake chat models)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from synapse_integrations import Synapse, SynapseConfig
+from synapse_integrations.core import gate as G
+from synapse_integrations.core.bm25 import BM25Index
+from synapse_integrations.errors import ConfigError, InvalidInputError
+
+TURNS = [
+    {"text": "Melanie: I ran a charity race last Sunday for mental health.", "speaker": "Melanie"},
+    {"text": "Caroline: That charity race sounds great, Mel!", "speaker": "Caroline"},
+    {"text": "Melanie: After the race I realized self-care really matters.", "speaker": "Melanie"},
+    {"text": "Caroline: I have been researching adoption agencies this week.", "speaker": "Caroline"},
+    {"text": "Melanie: How is the adoption research going?", "speaker": "Melanie"},
+    {"text": "Caroline: Slowly, but the agency in Portland looks promising.", "speaker": "Caroline"},
+]
+
+
+@pytest.fixture(scope="module")
+def mem(embedder):
+    with Synapse(None, namespace="gate", embedder=embedder) as m:
+        m.add_turns(TURNS)
+        yield m
+
+
+def test_kernels_against_hand_computed_values():
+    idx = BM25Index()
+    idx.set({"a": "Mel ran a charity race", "b": "the race was fun", "c": "hello"})
+    cov, used, mass = idx.coverage(["charity", "race"], {"a": 0, "b": 1, "c": 2}, 3, np.ones(3, dtype=bool))
+    # idf = ln(1 + (N - df + .5) / (df + .5)) over the 3 eligible documents
+    idf_c, idf_r = np.log(1 + 2.5 / 1.5), np.log(1 + 1.5 / 2.5)
+    assert cov == pytest.approx([1.0, idf_r / (idf_c + idf_r), 0.0])
+    assert mass == pytest.approx(idf_c + idf_r) and used == ["charity", "race"]
+    gap, other, subject = G.attribution_gap(np.array([0.3, 0.8, 0.5, 0.1]),
+                                            np.array([True, False, True, False]),
+                                            np.array([False, True, False, True]))
+    assert (gap, other, subject) == (pytest.approx(0.3), 1, 2)
+    assert G.presence(np.array([0.4, 0.8]), np.array([True, False]), 0.5) == (pytest.approx(0.2), 0)
+    assert G.attribute_terms("What kind of dog does Sam have now?", ["Sam"]) == ["dog"]
+    assert G.named_subjects("What did Caroline say about Melanie's race?", ["Caroline", "Melanie"]) == \
+        ["Caroline", "Melanie"]
+    assert G.turn_about("Melanie: How is the adoption research going?", "Melanie",
+                        ["Caroline", "Melanie"]) == {"Caroline"}
+    assert G.turn_about("Melanie: I ran a race.", "Melanie", ["Caroline", "Melanie"]) == {"Melanie"}
+
+
+def test_attribution_rejects_a_question_about_the_wrong_person(mem):
+    wrong = mem.retrieve("What did Caroline realize after her charity race?", k=3)
+    assert wrong.rejected and wrong.verdict.check == "attribution"
+    assert "Caroline" in wrong.reason and "Melanie" in wrong.reason
+    assert mem.get(wrong.verdict.evidence_id)["speaker"] == "Melanie"
+    assert wrong.items  # still there for inspection
+    right = mem.retrieve("What did Melanie realize after the charity race?", k=3)
+    assert not right.rejected and right.verdict.check == "accepted"
+    # a question to the subject is about the subject: Melanie asking about adoption
+    # research does not make it Melanie's
+    asked = mem.retrieve("What is Caroline researching?", k=3)
+    assert not asked.rejected, asked.reason
+    # switched off: only the topic check
+    off = mem.retrieve("What did Caroline realize after her charity race?", k=3,
+                       config=mem.config.replace(use_evidence_gate=False))
+    assert not off.rejected and "attribution_gap" not in off.verdict.signals
+
+
+def test_presence_check_when_switched_on(mem):
+    cfg = mem.config.replace(gate_presence_min=0.2)
+    dog = mem.retrieve("What is Melanie's dog called?", k=3, config=cfg)
+    assert dog.rejected and dog.verdict.check == "presence" and "'dog'" in dog.reason
+    assert not mem.retrieve("What is Melanie's dog called?", k=3).rejected  # off by default
+    assert not mem.retrieve("Which agency does Caroline like?", k=3, config=cfg).rejected
+
+
+def test_config_bounds_and_paper_preset():
+    with pytest.raises(ConfigError, match="gate_attribution_margin"):
+        SynapseConfig(gate_attribution_margin=1.5)
+    with pytest.raises(ConfigError, match="gate_presence_min"):
+        SynapseConfig(gate_presence_min=-0.1)
+    assert SynapseConfig.paper().use_evidence_gate is False
+
+
+def test_reasons_reach_the_adapters(mem):
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    from synapse_integrations._adapter_utils import format_memories
+    from synapse_integrations.langchain import SynapseRetriever
+
+    result = mem.retrieve("What did Caroline realize after her charity race?", k=3)
+    text = format_memories(result)
+    assert text.startswith("Nothing relevant in memory.") and "not about Caroline" in text
+
+    class Catch(BaseCallbackHandler):
+        def __init__(self):
+            self.events = []
+
+        def on_custom_event(self, name, data, **kw):
+            self.events.append((name, data))
+
+    catch = Catch()
+    docs = SynapseRetriever(engine=mem, k=3).invoke(result.query, config={"callbacks": [catch]})
+    assert docs == []
+    gate = dict(catch.events)["synapse_gate"]
+    assert gate["check"] == "attribution" and gate["evidence_id"] == result.verdict.evidence_id
+
+
+class _Slow:
+    """A chat model that never answers in time."""
+
+    def invoke(self, prompt):
+        time.sleep(2)
+        return "{}"
+
+    async def ainvoke(self, prompt):
+        await asyncio.sleep(2)
+        return "{}"
+
+
+def test_llm_judge_decides_caches_and_falls_back(mem):
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from synapse_integrations.gate_judge import LLMGateJudge
+
+    accepted = mem.retrieve("What did Melanie realize after the charity race?", k=3)
+    assert not accepted.rejected
+    no = LLMGateJudge(FakeListChatModel(responses=['{"supported": false, "quote": ""}']))
+    judged = no.review(accepted)
+    assert judged.rejected and judged.verdict.check == "judge" and judged.items == accepted.items
+    # cached per question and evidence: the fake model's single reply is not asked again
+    assert no.review(accepted).verdict == judged.verdict
+    yes = LLMGateJudge(FakeListChatModel(responses=[
+        'Here: {"supported": true, "quote": "self-care really matters"}']))
+    assert not asyncio.run(yes.areview(accepted)).rejected
+    garbled = LLMGateJudge(FakeListChatModel(responses=["I think so"])).review(accepted)
+    assert not garbled.rejected and "not the JSON" in garbled.reason
+    slow = LLMGateJudge(_Slow(), timeout_s=0.2)
+    assert "longer than 0.2s" in slow.review(accepted).reason
+    assert "longer than 0.2s" in asyncio.run(slow.areview(accepted)).reason
+    # offline rejections stand without asking the model
+    wrong = mem.retrieve("What did Caroline realize after her charity race?", k=3)
+    assert no.review(wrong) is wrong
+    with pytest.raises(InvalidInputError, match="timeout_s"):
+        LLMGateJudge(FakeListChatModel(responses=["x"]), timeout_s=0)
+    with pytest.raises(InvalidInputError, match="chat model"):
+        LLMGateJudge("gpt")
