@@ -8,7 +8,7 @@ does it. Read this class as a table of contents:
 lifecycle           ``__init__`` / :meth:`load` / :meth:`save` / :meth:`close` / :meth:`drop`
 ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update` (:mod:`.ingestion`,
                     :mod:`.validation`)
-consolidation       :meth:`consolidate` (:mod:`.consolidation`)
+consolidation       :meth:`consolidate` (:mod:`.consolidation`), :meth:`sleep` (:mod:`.sleep`)
 archive             :meth:`archive`, :meth:`archived`, :meth:`restore`
 retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`search_vectors`
                     (:mod:`.retrieval`, :mod:`.models`)
@@ -65,6 +65,8 @@ from .consolidation import Consolidator, NameVectors
 from .events import EventBus
 from .extraction import OfflineExtractor
 from .ingestion import Ingestor
+from .lifecycle import Lifecycle
+from .sleep import SleepReport
 from .filters import Filter
 from .retrieval import DEFAULT_KINDS, KINDS, Retriever, RetrievalSteps
 from .state import MemoryState
@@ -119,6 +121,8 @@ class Synapse(AsyncTwins):
         create: create the memory if it does not exist (``False``:
             :class:`UnknownNamespaceError` instead).
         firewall: what the write firewall does with secrets and personal data.
+        lifecycle: how reconsolidation, the surprisal gate and sleep decide
+            (:class:`~.lifecycle.Lifecycle`: offline rules, or ``Lifecycle.llm(chat_model)``).
     """
 
     # ------------------------------------------------------------------------------------
@@ -136,6 +140,7 @@ class Synapse(AsyncTwins):
         snapshot_every: int = 20,
         create: bool = True,
         firewall: FirewallConfig | None = None,
+        lifecycle: Lifecycle | None = None,
     ) -> None:
         self.namespace = validate_namespace(namespace)
         if config is not None and not isinstance(config, SynapseConfig):
@@ -163,14 +168,14 @@ class Synapse(AsyncTwins):
         self._dirlock = DirectoryLock(self.path).acquire()  # MemoryLockedError in a 2nd process
         try:
             self._claim.acquire(self)  # MemoryLockedError for a 2nd live engine in this process
-            self._open(config, embedder, client, extractor, create)
+            self._open(config, embedder, client, extractor, create, lifecycle)
         except BaseException:
             self._closed = True
             self._release()
             raise
 
     def _open(self, config: SynapseConfig | None, embedder: Any, client: Any, extractor: Any,
-              create: bool) -> None:
+              create: bool, lifecycle: Lifecycle | None) -> None:
         namespace = self.namespace
         self._ns_dir = self.path / "namespaces" / namespace_dirname(namespace)
         self._snapshots = SnapshotStore(self._ns_dir / "snapshots")
@@ -201,7 +206,7 @@ class Synapse(AsyncTwins):
                 shutil.rmtree(folder, ignore_errors=True)
         self._state = state = MemoryState(self.config, vectors, self._events)
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
-        self._ingestor = Ingestor(state, self._consolidator, self._firewall)
+        self._ingestor = Ingestor(state, self._consolidator, self._firewall, lifecycle)
         self._retriever = Retriever(state)
         self._eraser = forgetting.Eraser(state, self._snapshots, self._journal, self._consolidator,
                                          self._ingestor.retries, save=self.save)
@@ -455,6 +460,15 @@ class Synapse(AsyncTwins):
                                 ("episodes", "concepts_created", "concepts_merged",
                                  "edges_pruned", "archived")),
                 sum(w.seconds for w in windows))
+
+    def sleep(self) -> SleepReport:
+        """Consolidate the episodes stored since the last sleep into semantic facts, linked
+        to their sources (:mod:`.sleep`; ``sleep_auto`` runs it on its own)."""
+        with self._lock:
+            self._open_state()
+            report = self._ingestor.sleep()
+            self._after_windows()
+            return report
 
     # ------------------------------------------------------------------------------------
     # archive

@@ -84,6 +84,7 @@ class MemoryState:
         self.stale_pagerank = False
         self.needs_repair = False
         self.tombstones: dict[str, int] = {}
+        self.slept: dict[str, Any] = {}  # the last sleep: {"seq", "ts"} (core/sleep.py)
         self._tombstone_count = -1  # rows seen in Chroma's record of them (-1: not read)
         # concept vectors written once per batch instead of once per window (None: write
         # at once); flushed before any snapshot is taken
@@ -221,6 +222,14 @@ class MemoryState:
         self.last_episode = node_id
         self.pending.append(node_id)
         self.bm25.add(node_id, text)
+
+    def set_salience(self, node_id: str, salience: float, *, low: bool) -> None:
+        """Record an episode's surprisal (:mod:`.surprisal`); ``low``: under the gate's tau."""
+        node = self.graph.node(node_id)
+        node["salience"] = float(salience)
+        if low:
+            node["low_salience"] = True
+        self.graph.invalidate()
 
     def newest_episode(self) -> str | None:
         """The active episode with the highest ``seq`` (None when there is none)."""
@@ -455,7 +464,7 @@ class MemoryState:
         """What a snapshot holds (JSON): the graph and the ingestion bookkeeping."""
         return {"graph": self.graph.to_json(),
                 "state": {"pending": self.pending, "last_episode": self.last_episode,
-                          "windows": self.windows}}
+                          "windows": self.windows, "slept": self.slept}}
 
     def load_snapshot(self, files: Mapping[str, Any]) -> None:
         """Replace the graph and bookkeeping with a snapshot's (validated beforehand).
@@ -465,3 +474,6 @@ class MemoryState:
         self.pending = [i for i in state.get("pending", []) if i in self.graph]
         self.last_episode = state.get("last_episode")
         self.windows = int(state.get("windows", 0))
+        slept = state.get("slept")
+        self.slept = {k: slept[k] for k in ("seq", "ts") if isinstance(slept.get(k), (int, float))
+                      and not isinstance(slept.get(k), bool)} if isinstance(slept, dict) else {}

@@ -62,6 +62,10 @@ class AsyncTwins:
         """Async twin of :meth:`retrieve` (same keyword arguments)."""
         return await self._run(self.retrieve, query, k, **kwargs)
 
+    async def asleep(self) -> Any:
+        """Async twin of :meth:`sleep`."""
+        return await self._run(self.sleep)
+
     async def aforget(self, ids: Sequence[str] | None = None, **kwargs: Any) -> list[str]:
         """Async twin of :meth:`forget`."""
         return await self._run(self.forget, ids, **kwargs)
