@@ -14,6 +14,8 @@ from importlib.metadata import PackageNotFoundError, version
 from .config import SynapseConfig
 from .core.engine import Synapse
 from .core.extraction import LLMExtractor, OfflineExtractor
+from .core.lifecycle import Lifecycle
+from .core.sleep import SleepReport
 from .embeddings import HashingEmbedder, MiniLMEmbedder
 from .errors import (
     ConfigError,
@@ -68,6 +70,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidTypeError",
     "LLMExtractor",
+    "Lifecycle",
     "MemoryEngine",
     "MemoryLockedError",
     "MiniLMEmbedder",
@@ -79,6 +82,7 @@ __all__ = [
     "RetrievalResult",
     "RetrievedItem",
     "ScoreComponents",
+    "SleepReport",
     "SnapshotError",
     "StorageError",
     "Synapse",

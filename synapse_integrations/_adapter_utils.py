@@ -92,10 +92,12 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
     time, ISO 8601 or None), ``score`` (hybrid score), ``components`` (the score's terms:
     ``similarity``, ``activation``, ``pagerank``, ``lexical``, ``distinct`` (evidence only
     this memory holds), their ``weights``, and
-    ``echo`` and ``superseded``, the demotions of an assistant echo and of an outdated
-    version; plus the anchor ranks ``bm25_rank`` and ``dense_rank``), ``path`` (node ids
-    along which activation reached it) and ``metadata`` (what was stored with the turn). The
-    score is ``sum(weights[n] * components[n]) + echo + superseded`` (see :func:`score_terms`).
+    ``echo``, ``superseded`` and ``salience``: the demotion of an assistant echo, the
+    version ranking of an outdated version and its replacement, and the surprisal gate's
+    low-salience demotion; plus the anchor ranks ``bm25_rank`` and ``dense_rank``), ``path``
+    (node ids along which activation reached it) and ``metadata`` (what was stored with the
+    turn). The score is ``sum(weights[n] * components[n]) + echo + superseded + salience``
+    (see :func:`score_terms`).
     """
     d = item.to_dict()
     return {
@@ -106,7 +108,7 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
         "score": d["score"],
         "components": {key: d[key] for key in
                        ("similarity", "activation", "pagerank", "lexical", "distinct", "echo",
-                        "superseded", "weights", "bm25_rank", "dense_rank")},
+                        "superseded", "salience", "weights", "bm25_rank", "dense_rank")},
         "path": d["path"],
         "concepts": d["concepts"],
         "superseded_by": d["superseded_by"],
@@ -117,7 +119,7 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
 
 def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
     """The score of a memory as a sum, from its ``components`` metadata: ``weight x value``
-    per weighted component, plus ``echo``. Empty when the retrieval model used its own score.
+    per weighted component, plus ``echo``, ``superseded`` and ``salience``. Empty when the retrieval model used its own score.
 
     >>> terms = score_terms({"similarity": 0.8, "activation": 0.5, "pagerank": 1.0,
     ...     "lexical": 0.5, "echo": 0.0, "weights": {"similarity": 0.5, "activation": 0.3,
@@ -131,6 +133,7 @@ def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
     out = {name: float(w) * float(components[name]) for name, w in weights.items()}
     out["echo"] = float(components.get("echo") or 0.0)
     out["superseded"] = float(components.get("superseded") or 0.0)
+    out["salience"] = float(components.get("salience") or 0.0)
     return out
 
 

@@ -39,7 +39,8 @@ INT_LIMITS: dict[str, int] = {
     "consolidation_interval": 100_000, "association_top_k": 10_000, "prune_top_k": 10_000,
     "dormancy_windows": 1_000_000, "anchor_top_k": 10_000, "inhibition_top_m": 10_000,
     "iterations": 100, "top_k": 100_000, "max_concepts_per_window": 1_000,
-    "entity_feedback": 100,
+    "entity_feedback": 100, "concepts_per_turn": 1_000, "surprisal_window": 1_000,
+    "sleep_episodes": 1_000_000,
 }
 MAX_EMBEDDING_DIM = 65_536
 #: Upper bound of the non-negative real fields (weights, rates, factors).
@@ -71,6 +72,12 @@ class SynapseConfig:
         temporal_rho / temporal_unit: temporal edge weight ``exp(-rho * |dt|)``, dt in this unit.
         temporal_bidirectional: also link each episode back to the previous one.
         prune_top_k: keep only the K strongest incoming edges of each node.
+        max_concepts_per_window: the extractor's budget of concepts per window.
+        concepts_per_turn: ``K > 0`` shares that budget fairly: after the speakers, each
+            turn of the window takes its best concept in turn, round after round, and links
+            to at most ``K`` concepts (speakers aside), so a long turn neither uses up the
+            budget nor collects links by being long; 0 (default) keeps the ranked budget
+            (docs/benchmarks.md, "Long haystacks": it helped LongMemEval, cost LoCoMo).
         dormancy_epsilon / dormancy_windows: nodes whose activation stays below epsilon for W
             consolidation windows are archived (moved out of the active graph, recoverable).
 
@@ -88,6 +95,9 @@ class SynapseConfig:
         sigmoid firing (gamma, theta), iterations (T).
         fan_exponent: the fan effect divides an edge's weight by ``out_degree(src) **
             fan_exponent`` (the paper: 1, plain division; 0 is no fan effect).
+        fan_in_exponent: also divide it by ``in_degree(dst) ** fan_in_exponent``, so a
+            node's inflow is a mean over its in-neighbours rather than a sum (0, the
+            paper and the default: a sum; measured in docs/benchmarks.md, "Long haystacks").
         weight_similarity / weight_activation / weight_pagerank: the hybrid score's lambdas.
         score_all_nodes: rank every active node by the hybrid score (the paper ranks only
             the anchors and the nodes activation reached, so a node that dense search
@@ -131,6 +141,20 @@ class SynapseConfig:
             this share of the attribute terms (words memory never saw count as uncovered);
             0 switches it off.
 
+    Lifecycle (mnemos, seed 004; docs/concepts.md, "Memory lifecycle")
+        reconsolidation: a stored turn that restates an attribute with a new value marks
+            the earlier turn superseded (:mod:`~synapse_integrations.core.reconsolidation`;
+            the detector is the engine's ``lifecycle``: a rule offline, or an LLM).
+        surprisal_gate / surprisal_tau / surprisal_window: each turn's surprisal against
+            the prediction of the last ``surprisal_window`` turns
+            (:mod:`~synapse_integrations.core.surprisal`); turns under ``surprisal_tau``
+            are stored with low salience and score ``low_salience_weight`` of their score.
+        sleep_auto / sleep_episodes / sleep_seconds: consolidate episodes into semantic
+            facts (:mod:`~synapse_integrations.core.sleep`) once ``sleep_episodes`` new
+            episodes and ``sleep_seconds`` of event time have passed since the last sleep
+            (``Synapse.sleep()`` runs it on demand); ``sleep_archive_sources`` archives the
+            episodes a fact was drawn from (restorable).
+
     Switches (for the paper's ablations)
         use_bm25, use_dense, use_graph, use_activation, use_fan_effect, use_inhibition,
         use_decay, use_pagerank, use_gate; use_evidence_gate (the attribution and
@@ -155,6 +179,7 @@ class SynapseConfig:
     dormancy_epsilon: float = 0.01
     dormancy_windows: int = 10
     max_concepts_per_window: int = 12
+    concepts_per_turn: int = 0
 
     # --- retrieval: triggers and dynamics (section 3.2)
     model: str = "synapse"
@@ -169,6 +194,7 @@ class SynapseConfig:
     sigmoid_theta: float = 0.5
     iterations: int = 2
     fan_exponent: float = 0.5
+    fan_in_exponent: float = 0.0
 
     # --- retrieval: hybrid score and gate (sections 3.3, 3.4)
     weight_similarity: float = 0.5
@@ -187,6 +213,17 @@ class SynapseConfig:
     gate_tau: float = 0.25
     gate_attribution_margin: float = 0.05
     gate_presence_min: float = 0.0
+
+    # --- lifecycle (mnemos): reconsolidation, surprisal gate, sleep consolidation
+    reconsolidation: bool = False
+    surprisal_gate: bool = False
+    surprisal_tau: float = 0.3
+    surprisal_window: int = 10
+    low_salience_weight: float = 0.8
+    sleep_auto: bool = False
+    sleep_episodes: int = 10
+    sleep_seconds: float = 3600.0
+    sleep_archive_sources: bool = False
 
     # --- mechanism switches
     use_bm25: bool = True
@@ -217,8 +254,8 @@ class SynapseConfig:
             need(-1.0 <= v <= 1.0, f"{name} must be a cosine in [-1, 1], got {v!r}")
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
-                     "distinct_similarity_ratio",
-                     "gate_presence_min"):
+                     "distinct_similarity_ratio", "gate_presence_min", "surprisal_tau",
+                     "low_salience_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")
         need(self.embedding_dim <= MAX_EMBEDDING_DIM,
@@ -228,14 +265,23 @@ class SynapseConfig:
              f"got {self.consolidation_interval!r}")
         for name in ("association_top_k", "prune_top_k", "dormancy_windows", "anchor_top_k",
                      "inhibition_top_m", "iterations", "top_k", "max_concepts_per_window",
-                     "entity_feedback"):
+                     "entity_feedback", "concepts_per_turn", "surprisal_window",
+                     "sleep_episodes"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT_LIMITS[name],
                  f"{name} must be an int in [0, {INT_LIMITS[name]}], got {v!r}")
         need(self.top_k >= 1, f"top_k must be >= 1, got {self.top_k!r}")
+        need(self.surprisal_window >= 1 and self.sleep_episodes >= 1,
+             "surprisal_window and sleep_episodes must be >= 1")
+        need(isinstance(self.sleep_seconds, (int, float)) and not isinstance(self.sleep_seconds, bool)
+             and math.isfinite(self.sleep_seconds) and 0 <= self.sleep_seconds <= 1e9,
+             f"sleep_seconds must be a number of seconds in [0, 1e9], got {self.sleep_seconds!r}")
+        for name in ("reconsolidation", "surprisal_gate", "sleep_auto", "sleep_archive_sources"):
+            need(isinstance(getattr(self, name), bool), f"{name} must be a bool")
         for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
                      "sigmoid_gamma", "weight_similarity", "weight_activation",
                      "weight_pagerank", "weight_lexical", "weight_distinct", "fan_exponent",
+                     "fan_in_exponent",
                      "gate_tau",
                      "feedback_weight"):
             v = getattr(self, name)
@@ -269,9 +315,10 @@ class SynapseConfig:
         """Keyword arguments of the propagation matrix (``Compiled.propagation``).
 
         >>> SynapseConfig(use_fan_effect=False).propagation_params()
-        {'use_fan_effect': False, 'fan_exponent': 0.5}
+        {'use_fan_effect': False, 'fan_exponent': 0.5, 'fan_in_exponent': 0.0}
         """
-        return {"use_fan_effect": self.use_fan_effect, "fan_exponent": self.fan_exponent}
+        return {"use_fan_effect": self.use_fan_effect, "fan_exponent": self.fan_exponent,
+                "fan_in_exponent": self.fan_in_exponent}
 
     def spread_params(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~synapse_integrations.core.dynamics.spread_activation`
@@ -327,7 +374,9 @@ class SynapseConfig:
         "embedding_dim", "consolidation_interval", "dedup_threshold", "ema_momentum",
         "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
         "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
-        "dormancy_windows", "max_concepts_per_window", "pagerank_damping",
+        "dormancy_windows", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",
+        "reconsolidation", "surprisal_gate", "surprisal_tau", "surprisal_window", "sleep_auto",
+        "sleep_episodes", "sleep_seconds", "sleep_archive_sources",
     )
 
     def graph_signature(self) -> tuple[Any, ...]:

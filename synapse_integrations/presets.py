@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ABLATIONS", "BENCH_OPTIONS", "PAPER_DEFAULTS"]
+__all__ = ["ABLATIONS", "BENCH_OPTIONS", "LIFECYCLE_OPTIONS", "PAPER_DEFAULTS"]
 
 #: The paper's values of every field whose default we changed (``SynapseConfig.paper()``;
 #: why each default differs: docs/concepts.md, "Where our defaults differ from the paper").
@@ -52,4 +52,13 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 #: Options that are off by default, measured by the benchmarks as methods of their own.
 BENCH_OPTIONS: dict[str, dict[str, Any]] = {
     "synapse-entity-feedback": {"entity_feedback": 1},
+}
+
+#: The lifecycle mechanisms (mnemos, seed 004; docs/concepts.md, "Memory lifecycle"), each
+#: switched on alone: benchmark methods run when asked for (``--methods``), not by default
+#: (each ingests the memory once more).
+LIFECYCLE_OPTIONS: dict[str, dict[str, Any]] = {
+    "synapse-reconsolidation": {"reconsolidation": True},
+    "synapse-surprisal": {"surprisal_gate": True},
+    "synapse-sleep": {"sleep_auto": True},
 }

@@ -70,11 +70,14 @@ class ScoreComponents:
     # the hybrid score's weights by component (similarity, activation, pagerank, lexical);
     # None when the retrieval model ranked by its own score
     weights: dict[str, float] | None = field(default=None, compare=False, hash=False)
-    superseded: float = 0.0  # the demotion of an outdated version (<= 0): Synapse.update
+    # version ranking (Synapse.update, reconsolidation): an older version placed just below
+    # its replacement (negative), or the replacement raised to its chain's best score
+    superseded: float = 0.0
+    salience: float = 0.0  # the low-salience demotion of the surprisal gate (<= 0)
 
     def terms(self) -> dict[str, float]:
-        """The score as a sum: ``weight x value`` per weighted component, plus the ``echo``
-        and ``superseded`` demotions. Their sum is the item's score (empty when the model
+        """The score as a sum: ``weight x value`` per weighted component, plus the ``echo``,
+        ``superseded`` and ``salience`` adjustments. Their sum is the item's score (empty when the model
         used its own score).
 
         >>> c = ScoreComponents(0.8, 0.5, 1.0, lexical=0.5, weights={"similarity": 0.5,
@@ -87,6 +90,7 @@ class ScoreComponents:
         out = {name: w * float(getattr(self, name)) for name, w in self.weights.items()}
         out["echo"] = self.echo
         out["superseded"] = self.superseded
+        out["salience"] = self.salience
         return out
 
 
@@ -129,6 +133,7 @@ class RetrievedItem:
             "distinct": self.components.distinct,
             "echo": self.components.echo,
             "superseded": self.components.superseded,
+            "salience": self.components.salience,
             "weights": None if self.components.weights is None else dict(self.components.weights),
             "speaker": self.speaker,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,

@@ -63,7 +63,14 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
     gate = res["gate"]
     assert gate["method"] == "synapse"
     assert set(gate) == {"method", "tau", "signal", "should_refuse", "adversarial_rejection",
-                         "false_refusal", "sweep"}
+                         "false_refusal", "sweep", "decision", "checks", "attribution_sweep",
+                         "presence_sweep"}
+    # issue 11: the whole gate as decided, and each evidence check's curve over the topic check
+    assert sum(gate["checks"].values()) >= 0 and set(gate["checks"]) <= {"topic", "attribution",
+                                                                          "presence"}
+    margins = {row["margin"]: row for row in gate["attribution_sweep"]}
+    assert margins[1.0]["adversarial_rejection"] <= margins[0.0]["adversarial_rejection"]
+    assert margins[1.0]["false_refusal"] <= margins[0.0]["false_refusal"]
     taus = [row["tau"] for row in gate["sweep"]]
     assert {0.0, 0.05, 0.1, 0.12, 0.15, 0.2, 0.3} <= set(taus)
     for row in gate["sweep"]:

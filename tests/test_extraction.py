@@ -529,3 +529,29 @@ def test_import_does_not_load_langchain():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_per_turn_share_keeps_a_concept_for_every_turn_and_caps_long_turns():
+    from synapse_integrations.types import Turn
+
+    window = [Turn("a", "The garden needs water. The garden hose leaks, the garden shed too, "
+                        "garden garden. Bikes are nice.", speaker="assistant"),
+              Turn("b", "I own three bikes now, nice bikes.", speaker="user")]
+    # by rank alone the long turn's words fill the budget and link to the long turn
+    plain = OfflineExtractor(max_concepts=5).extract(window).concepts
+    assert [(c.name, c.source_ids) for c in plain] == [
+        ("assistant", ("a",)), ("user", ("b",)), ("garden", ("a",)), ("bike", ("a", "b")),
+        ("water", ("a",))]
+    # one concept per turn: each turn's best, in turn order; "a" no longer links to "bike"
+    one = OfflineExtractor(max_concepts=5, per_turn=1).extract(window).concepts
+    assert [(c.name, c.source_ids) for c in one] == [
+        ("assistant", ("a",)), ("user", ("b",)), ("garden", ("a",)), ("bike", ("b",))]
+    # two per turn: "bike" is the second best of "a" and the best of "b"
+    two = OfflineExtractor(max_concepts=5, per_turn=2).extract(window).concepts
+    assert [(c.name, c.source_ids) for c in two] == [
+        ("assistant", ("a",)), ("user", ("b",)), ("garden", ("a",)), ("bike", ("a", "b"))]
+    # the window's budget still bounds the total: speakers first, then round-robin
+    tight = OfflineExtractor(max_concepts=3, per_turn=2).extract(window).concepts
+    assert [c.name for c in tight] == ["assistant", "user", "garden"]
+    with pytest.raises(Exception, match="per_turn"):
+        OfflineExtractor(per_turn=-1)

@@ -73,7 +73,7 @@ def test_documents_carry_metadata(demo_engine):
     assert set(meta) >= {"id", "kind", "speaker", "timestamp", "score", "components", "path"}
     assert meta["kind"] == "episode" and meta["timestamp"].startswith("2024-")
     assert set(meta["components"]) == {"similarity", "activation", "pagerank", "lexical", "distinct", "echo",
-                                       "superseded", "weights", "bm25_rank", "dense_rank"}
+                                       "superseded", "salience", "weights", "bm25_rank", "dense_rank"}
     assert docs[0].id == meta["id"]
 
 
@@ -90,7 +90,7 @@ def test_shown_score_terms_add_up_to_the_score(demo_engine):
         assert c["weights"] == weights
         total = sum(c["weights"][n] * c[n] for n in ("similarity", "activation", "pagerank", "lexical",
                                                      "distinct"))
-        assert total + c["echo"] + c["superseded"] == pytest.approx(d.metadata["score"], abs=1e-9)
+        assert total + c["echo"] + c["superseded"] + c["salience"] == pytest.approx(d.metadata["score"], abs=1e-9)
         assert sum(score_terms(c).values()) == pytest.approx(d.metadata["score"], abs=1e-9)
     item = demo_engine.retrieve(ANSWERABLE, k=3).items[0]
     assert sum(item.components.terms().values()) == pytest.approx(item.score, abs=1e-9)
@@ -411,7 +411,10 @@ def test_memory_tools_update_and_forget_in_the_callers_namespace(tmp_path, embed
     texts = [it.text for it in ranked]
     assert texts.index("Ana moved to Porto.") < texts.index("Ana lives in Lisbon.")
     old = next(it for it in ranked if it.id == ana)
-    assert old.components.superseded < 0  # shown as a score term
+    # shown as a score term: the old version rides right below its replacement (raised or
+    # lowered to it; docs/concepts.md, "Reconsolidation", ranking)
+    assert old.components.superseded != 0
+    assert old.score < next(it for it in ranked if it.text == "Ana moved to Porto.").score
     assert sum(old.components.terms().values()) == pytest.approx(old.score)
 
     miso = pool.get(namespace_key("agent", "user_id", "u1")).retrieve("dog", k=1).items[0].id

@@ -341,8 +341,12 @@ def test_demo_schema() -> None:
     assert set(kinds) == {"bridge", "changed", "direct", "never"}
     assert 1 <= kinds["never"] <= 2
     for q in demo["questions"]:
-        assert set(q) == {"question", "expect", "kind"}
+        assert set(q) == {"question", "expect", "kind", "answer_turns"}
         assert q["question"].endswith("?") and q["expect"]
+        # the turns that answer it (session, turn); none for a never-said question
+        assert (q["kind"] == "never") == (not q["answer_turns"])
+        for s, t in q["answer_turns"]:
+            assert demo["sessions"][s]["turns"][t]["text"]
 
 
 def test_demo_bridge_answer_shares_no_word_with_question() -> None:

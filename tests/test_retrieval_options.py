@@ -35,6 +35,26 @@ def test_fan_exponent_divides_by_a_power_of_the_out_degree():
         propagation_matrix(src, dst, w, 5, fan_exponent=math.nan)
 
 
+def test_fan_in_exponent_divides_by_a_power_of_the_in_degree():
+    # node 2 has in-edges from 0 and 1 and 3; node 1 only from 0
+    src, dst = np.array([0, 0, 1, 3]), np.array([1, 2, 2, 2])
+    w = np.array([0.8, 0.8, 0.5, 0.9])
+    P = propagation_matrix(src, dst, w, 4, fan_exponent=1.0, fan_in_exponent=1.0).toarray()
+    assert P[1, 0] == pytest.approx(0.8 / 2 / 1)      # out(0) = 2, in(1) = 1
+    assert P[2, 0] == pytest.approx(0.8 / 2 / 3)      # in(2) = 3
+    assert P[2, 1] == pytest.approx(0.5 / 1 / 3)
+    assert P[2, 3] == pytest.approx(0.9 / 1 / 3)
+    half = propagation_matrix(src, dst, w, 4, fan_exponent=0.0, fan_in_exponent=0.5).toarray()
+    assert half[2, 3] == pytest.approx(0.9 / math.sqrt(3))
+    assert half[1, 0] == pytest.approx(0.8)
+    off = propagation_matrix(src, dst, w, 4, use_fan_effect=False, fan_in_exponent=1.0).toarray()
+    assert off[2, 3] == pytest.approx(0.9)            # the switch turns both divisions off
+    with pytest.raises(InvalidInputError, match="fan_in_exponent"):
+        propagation_matrix(src, dst, w, 4, fan_in_exponent=-0.5)
+    with pytest.raises(ConfigError, match="fan_in_exponent"):
+        SynapseConfig(fan_in_exponent=math.inf)
+
+
 def test_hybrid_score_lexical_term():
     sim, act, pr = np.array([0.4, 0.6]), np.array([0.5, 0.0]), np.array([1.0, 0.5])
     lex = np.array([1.0, 0.25])

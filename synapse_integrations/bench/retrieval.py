@@ -42,6 +42,7 @@ import numpy as np
 
 from ..config import SynapseConfig
 from ..errors import InvalidInputError
+from ..presets import BENCH_OPTIONS, LIFECYCLE_OPTIONS
 from .baselines import BASELINES, FUSION_WEIGHT, BaselineRanker, is_baseline, needs_memory, \
     rrf_fuse
 from .locomo import load_locomo
@@ -74,10 +75,11 @@ RRF_DEPTH = 100
 DEFAULT_KS: tuple[int, ...] = (5, 10, 30)
 _ABLATIONS = ("no-gate", "no-inhibition", "no-fan", "no-decay", "no-pagerank",
               "no-activation", "no-graph")
-#: Options of the engine that are off by default, measured as methods of their own.
-OPTIONS: dict[str, dict[str, Any]] = {"synapse-entity-feedback": {"entity_feedback": 1}}
+#: Options of the engine that are off by default, measured as methods of their own
+#: (``presets.BENCH_OPTIONS``); the lifecycle options run only when named.
+OPTIONS: dict[str, dict[str, Any]] = {**BENCH_OPTIONS, **LIFECYCLE_OPTIONS}
 DEFAULT_METHODS: tuple[str, ...] = (
-    *BASELINES, "synapse-paper", "synapse", *OPTIONS, *(f"synapse-{a}" for a in _ABLATIONS))
+    *BASELINES, "synapse-paper", "synapse", *BENCH_OPTIONS, *(f"synapse-{a}" for a in _ABLATIONS))
 #: ``model:<name>`` runs the base configuration with ``SynapseConfig(model=<name>)``.
 MODEL_PREFIX = "model:"
 #: Turns per ``add_turns`` call while ingesting (a multiple of the consolidation interval,
@@ -90,7 +92,8 @@ def method_names() -> list[str]:
     (any x in [0, 1]) and one ``model:<name>`` per registered retrieval model."""
     from ..core.models import model_names
 
-    return [*DEFAULT_METHODS, "fusion-w<x>", *(MODEL_PREFIX + m for m in model_names())]
+    return [*DEFAULT_METHODS, *LIFECYCLE_OPTIONS, "fusion-w<x>",
+            *(MODEL_PREFIX + m for m in model_names())]
 
 
 def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig:
@@ -98,7 +101,8 @@ def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig
 
     ``synapse`` is ``base`` (default: ``SynapseConfig()``), ``synapse-paper`` the paper's
     exact defaults, ``synapse-entity-feedback`` ``base`` with ``entity_feedback=1`` (a
-    second pass through named entities), ``synapse-<ablation>`` a row of the paper's
+    second pass through named entities), ``synapse-reconsolidation`` /
+    ``synapse-surprisal`` / ``synapse-sleep`` ``base`` with one lifecycle mechanism on, ``synapse-<ablation>`` a row of the paper's
     Table 3 applied to ``base``, and ``model:<name>`` ``base`` with ``model=<name>`` for
     any model registered in :mod:`synapse_integrations.core.models` (looked up when
     called, so models registered later are accepted).

@@ -210,6 +210,20 @@ class BM25Index:
         pos[(pos >= n) | ~self._alive[:pos.size]] = -1
         return pos
 
+    def idf(self, token: str) -> float:
+        """BM25's IDF of a (lower-case) token in the live corpus; a token no document holds
+        gets the IDF of a token held by none (the largest).
+
+        >>> idx = BM25Index()
+        >>> idx.set({"a": "ski trip", "b": "ski lesson", "c": "quiet evening"})
+        >>> idx.idf("ski") < idx.idf("trip") < idx.idf("unseen")
+        True
+        """
+        with self._lock:
+            t = self._vocab.get(token)
+            df = self._df[t] if t is not None and self._df[t] > 0 else 0
+            return math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
+
     def scores_for(self, text: str, index: Mapping[str, int], n: int) -> np.ndarray:
         """The BM25 score of ``text`` against every indexed document, as an array of length
         ``n`` with document ``d`` at position ``index[d]`` (0 for positions no indexed

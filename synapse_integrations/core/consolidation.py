@@ -164,8 +164,22 @@ class Consolidator:
         state.events.emit(report)
         return report
 
+    def add_semantic(self, concepts: Sequence[Concept], turn_ids: list[str]) -> tuple[int, int]:
+        """Add semantic nodes drawn from ``turn_ids`` (sleep's facts), each linked to its
+        ``source_ids`` only, through the same de-duplication as extracted concepts.
+        Returns (created, merged)."""
+        concepts = _distinct(concepts)
+        if not concepts:
+            return 0, 0
+        created, merged, touched = self._link_concepts(concepts, turn_ids, (), scope="mentions")
+        self.state.write_concept_vectors(list(touched))
+        self.state.prune_incoming(list(touched), self.state.config.prune_top_k)
+        self.state.stale_pagerank = True
+        return created, merged
+
     def _link_concepts(self, concepts: list[Concept], turn_ids: list[str],
-                       relations: Sequence[Any]) -> tuple[int, int, dict[str, np.ndarray]]:
+                       relations: Sequence[Any], scope: str | None = None
+                       ) -> tuple[int, int, dict[str, np.ndarray]]:
         state = self.state
         cfg = state.config
         g = state.graph
@@ -204,7 +218,7 @@ class Consolidator:
             touched[cid] = g.vectors[cid]
             by_name[name.lower()] = cid
             targets = turn_ids
-            if cfg.abstraction_scope == "mentions" and c.source_ids:
+            if (scope or cfg.abstraction_scope) == "mentions" and c.source_ids:
                 targets = [i for i in c.source_ids if i in window_set] or turn_ids
             for e in targets:
                 state.add_edge(e, cid, kind="abstraction", weight=cfg.abstraction_weight)

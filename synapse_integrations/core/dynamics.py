@@ -80,6 +80,7 @@ def propagation_matrix(
     *,
     use_fan_effect: bool = True,
     fan_exponent: float = 1.0,
+    fan_in_exponent: float = 0.0,
 ) -> sp.csr_array:
     """The propagation operator ``P`` of Eq. 2, so that the spread term is ``S * P @ a``.
 
@@ -99,6 +100,10 @@ def propagation_matrix(
         n: number of nodes; every index must lie in ``[0, n)``.
         use_fan_effect: divide by the out-degree of the source.
         fan_exponent: power of the out-degree in that division (1 in the paper).
+        fan_in_exponent: ``q > 0`` also divides by ``in_degree(i) ** q`` (the receiver's
+            number of in-edges; 0, the paper, leaves it out), so a node's inflow is a
+            (power) mean over its in-neighbours rather than a sum: a node linked to many
+            active concepts does not collect energy just by having many links.
 
     Raises:
         InvalidInputError: mismatched lengths, indices out of range, NaN/inf or negative weights.
@@ -113,11 +118,17 @@ def propagation_matrix(
     src, dst, weight = _check_edges(src, dst, weight, n)
     if not (math.isfinite(fan_exponent) and fan_exponent >= 0):
         raise InvalidInputError(f"fan_exponent must be a finite number >= 0, got {fan_exponent!r}")
+    if not (math.isfinite(fan_in_exponent) and fan_in_exponent >= 0):
+        raise InvalidInputError(
+            f"fan_in_exponent must be a finite number >= 0, got {fan_in_exponent!r}")
     if use_fan_effect and src.size and fan_exponent != 0:
         fan = np.bincount(src, minlength=n).astype(np.float64)
         values = weight / (fan[src] if fan_exponent == 1 else np.power(fan[src], fan_exponent))
     else:
         values = weight
+    if use_fan_effect and src.size and fan_in_exponent != 0:
+        fan_in = np.bincount(dst, minlength=n).astype(np.float64)
+        values = values / np.power(fan_in[dst], fan_in_exponent)
     return sp.csr_array((values, (dst, src)), shape=(n, n))
 
 

@@ -8,7 +8,7 @@ does it. Read this class as a table of contents:
 lifecycle           ``__init__`` / :meth:`load` / :meth:`save` / :meth:`close` / :meth:`drop`
 ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update` (:mod:`.ingestion`,
                     :mod:`.validation`)
-consolidation       :meth:`consolidate` (:mod:`.consolidation`)
+consolidation       :meth:`consolidate` (:mod:`.consolidation`), :meth:`sleep` (:mod:`.sleep`)
 archive             :meth:`archive`, :meth:`archived`, :meth:`restore`
 retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`search_vectors`,
                     :meth:`feedback` (:mod:`.retrieval`, :mod:`.models`, :mod:`.feedback`)
@@ -65,7 +65,9 @@ from .consolidation import Consolidator, NameVectors
 from .events import EventBus
 from .extraction import OfflineExtractor
 from .ingestion import Ingestor
+from .lifecycle import Lifecycle
 from .models.mnemos import AffectTagger, as_tagger
+from .sleep import SleepReport
 from .filters import Filter
 from .retrieval import DEFAULT_KINDS, Retriever, RetrievalSteps, scope_of
 from .state import MemoryState
@@ -109,9 +111,10 @@ class Synapse(AsyncTwins):
         create: create the memory if it does not exist (``False``:
             :class:`UnknownNamespaceError` instead).
         firewall: what the write firewall does with secrets and personal data.
-        affect_tagger: tags each turn with ``affect = [valence, arousal, complexity]`` at
-            ingestion (mnemos' affective routing): ``None`` the offline lexicon tagger, a
-            LangChain chat model or any ``AffectTagger``; ``False``: no tags.
+        lifecycle: how reconsolidation, the surprisal gate and sleep decide
+            (:class:`~.lifecycle.Lifecycle`: offline rules, or ``Lifecycle.llm(chat_model)``).
+        affect_tagger: tags each turn's ``affect`` (mnemos): ``None`` the offline lexicon, a
+            LangChain chat model or any ``AffectTagger``; ``False``: none (docs/models.md).
     """
 
     # ------------------------------------------------------------------------------------
@@ -129,6 +132,7 @@ class Synapse(AsyncTwins):
         snapshot_every: int = 20,
         create: bool = True,
         firewall: FirewallConfig | None = None,
+        lifecycle: Lifecycle | None = None,
         affect_tagger: Any = None,
     ) -> None:
         self.namespace = validate_namespace(namespace)
@@ -157,14 +161,14 @@ class Synapse(AsyncTwins):
         self._dirlock = DirectoryLock(self.path).acquire()  # MemoryLockedError in a 2nd process
         try:
             self._claim.acquire(self)  # MemoryLockedError for a 2nd live engine in this process
-            self._open(config, embedder, client, extractor, create, as_tagger(affect_tagger))
+            self._open(config, embedder, client, extractor, create, lifecycle, as_tagger(affect_tagger))
         except BaseException:
             self._closed = True
             self._release()
             raise
 
     def _open(self, config: SynapseConfig | None, embedder: Any, client: Any, extractor: Any,
-              create: bool, tagger: AffectTagger | None) -> None:
+              create: bool, lifecycle: Lifecycle | None, tagger: AffectTagger | None) -> None:
         namespace = self.namespace
         self._ns_dir = self.path / "namespaces" / namespace_dirname(namespace)
         self._snapshots = SnapshotStore(self._ns_dir / "snapshots")
@@ -183,7 +187,8 @@ class Synapse(AsyncTwins):
                 f"this memory was built with embedding_dim={stored_cfg.embedding_dim}, "
                 f"the config asks for {self.config.embedding_dim}")
         self._embedder = as_embedder(embedder, dim=self.config.embedding_dim)
-        extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window)
+        extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window,
+                                                  per_turn=self.config.concepts_per_turn)
         sqlite = self.path / "chroma" / "chroma.sqlite3" if client is None else None
         # a corrupt index must never reach Chroma's native code (it can crash the process)
         broken = ChromaVectors.set_aside_broken_indexes(sqlite, namespace) if sqlite else {}
@@ -194,7 +199,7 @@ class Synapse(AsyncTwins):
                 shutil.rmtree(folder, ignore_errors=True)
         self._state = state = MemoryState(self.config, vectors, self._events)
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
-        self._ingestor = Ingestor(state, self._consolidator, self._firewall, tagger)
+        self._ingestor = Ingestor(state, self._consolidator, self._firewall, lifecycle, tagger)
         self._retriever = Retriever(state, {"mnemos": {"tagger": tagger}} if tagger else None)
         self._eraser = forgetting.Eraser(state, self._snapshots, self._journal, self._consolidator,
                                          self._ingestor.retries, save=self.save)
@@ -449,6 +454,15 @@ class Synapse(AsyncTwins):
                                  "edges_pruned", "archived")),
                 sum(w.seconds for w in windows))
 
+    def sleep(self) -> SleepReport:
+        """Consolidate the episodes stored since the last sleep into semantic facts, linked
+        to their sources (:mod:`.sleep`; ``sleep_auto`` runs it on its own)."""
+        with self._lock:
+            self._open_state()
+            report = self._ingestor.sleep()
+            self._after_windows()
+            return report
+
     # ------------------------------------------------------------------------------------
     # archive
     # ------------------------------------------------------------------------------------
@@ -497,8 +511,7 @@ class Synapse(AsyncTwins):
         ``where``, a condition on the turn metadata in Chroma's ``where`` language
         (``{"topic": "ski"}``, ``{"n": {"$gte": 3}}``, ``{"$or": [...]}``; see
         :mod:`synapse_integrations.core.filters`). ``config`` overrides the retrieval
-        settings for this call only (see :meth:`retrieve_by_vector`). ``at``: when the question
-        is asked (default: unknown; SynapticRAG records its stimuli at that time).
+        settings for this call only (see :meth:`retrieve_by_vector`); ``at``: when it is asked.
 
         >>> res = mem.retrieve("What is Dana studying?", k=5)     # doctest: +SKIP
         >>> res.rejected, res.items[0].concepts, res.items[0].components  # doctest: +SKIP
@@ -538,7 +551,6 @@ class Synapse(AsyncTwins):
         cfg = config or self.config
         k = cfg.top_k if k is None else k
         kinds, flt = _scope or scope_of(kinds, speakers, since, until, where)
-        at = None if at is None else to_epoch(at)
         with self._lock:
             state = self._open_state()
             self._sync(best_effort=True)
@@ -547,25 +559,19 @@ class Synapse(AsyncTwins):
             if len(state.graph) and (qv.shape != (dim,) or not np.all(np.isfinite(qv))):
                 raise InvalidInputError(f"query vector must be a finite array of shape ({dim},), "
                                         f"got shape {qv.shape}")
-            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=at)
+            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=at and to_epoch(at))
             for activated in out.activated:  # what a read records: dormancy, model's spikes
                 self._consolidator.dormancy.observe(activated)
-            if out.spikes is not None:
-                state.record_spikes(out.spikes.ids, out.spikes.values, out.spikes.time)
+            state.record_spikes(out.spikes)
             return out.result
 
     def feedback(self, query: str, used_ids: Sequence[str], unused_ids: Sequence[str] = (), *,
-                 config: SynapseConfig | None = None, alpha: float = usage.DEFAULT_ALPHA
-                 ) -> FeedbackReport:
-        """Learn from which memories an answer to ``query`` used and which it did not
-        (Evermind's learned edge weights, ``w <- clip(w + alpha * signal, 0, 1)`` on the
-        configured model's graph: :mod:`.feedback`). Durable with the next snapshot."""
-        check_query(query)
-        used, unused, alpha = usage.check(used_ids, unused_ids, alpha, config)
-        qv = np.asarray(self._embedder.embed_query(query), dtype=np.float32)
+                 config: SynapseConfig | None = None, alpha: float = usage.DEFAULT_ALPHA) -> FeedbackReport:
+        """Learn which memories an answer to ``query`` used and which not (Evermind's learned
+        edge weights on the model's graph: :mod:`.feedback`). Durable with the next snapshot."""
+        asked = usage.prepare(query, used_ids, unused_ids, alpha, config, self._embedder)
         with self._lock:
-            return usage.learn(self._open_state(), self._retriever, query, qv, used, unused,
-                               config or self.config, alpha=alpha)
+            return usage.learn(self._open_state(), self._retriever, *asked, config or self.config)
 
     def search_vectors(self, q: np.ndarray, k: int, *, kind: str | None = None
                        ) -> tuple[list[str], np.ndarray]:

@@ -45,8 +45,9 @@ from .models import LearnsEdges
 from .models.evermind import feedback_signal, learn_edge_weights
 from .retrieval import Retriever, run_pass
 from .state import MemoryState
+from .validation import check_query
 
-__all__ = ["DEFAULT_ALPHA", "check", "learn", "path_nodes"]
+__all__ = ["DEFAULT_ALPHA", "check", "learn", "path_nodes", "prepare"]
 
 #: Evermind's learning rate (4.5).
 DEFAULT_ALPHA = 0.1
@@ -78,6 +79,15 @@ def check(used_ids: Any, unused_ids: Any, alpha: Any,
     return used, unused, float(alpha)
 
 
+def prepare(query: Any, used_ids: Any, unused_ids: Any, alpha: Any, config: Any,
+            embedder: Any) -> tuple[str, np.ndarray, tuple[str, ...], tuple[str, ...], float]:
+    """Checked arguments of ``Synapse.feedback`` and the query's embedding (outside the
+    engine's lock): ``(query, vector, used, unused, alpha)``."""
+    check_query(query)
+    used, unused, alpha = check(used_ids, unused_ids, alpha, config)
+    return query, np.asarray(embedder.embed_query(query), dtype=np.float32), used, unused, alpha
+
+
 def path_nodes(parents: np.ndarray | None, nodes: Sequence[int]) -> np.ndarray:
     """``nodes`` and every node on their parent chains (the activation paths).
 
@@ -95,8 +105,8 @@ def path_nodes(parents: np.ndarray | None, nodes: Sequence[int]) -> np.ndarray:
 
 
 def learn(state: MemoryState, retriever: Retriever, query: str, qv: np.ndarray,
-          used: tuple[str, ...], unused: tuple[str, ...], cfg: SynapseConfig, *,
-          alpha: float = DEFAULT_ALPHA) -> FeedbackReport:
+          used: tuple[str, ...], unused: tuple[str, ...], alpha: float,
+          cfg: SynapseConfig) -> FeedbackReport:
     """Apply one feedback (module docstring) to the memory; returns what changed.
     :class:`NodeNotFoundError` names ids that are not active memories."""
     missing = [i for i in (*used, *unused) if i not in state]

@@ -75,7 +75,7 @@ class Compiled:
     node_attr: Callable[[str, Any], list[Any]] | None = None
     #: learned weights of derived graphs, ``{graph: {(src id, dst id): weight}}`` (read only)
     learned: Mapping[str, Mapping[tuple[str, str], float]] = field(default_factory=dict)
-    _matrices: dict[tuple[bool, float], sp.csr_array] = field(default_factory=dict)
+    _matrices: dict[tuple[bool, float, float], sp.csr_array] = field(default_factory=dict)
     _pagerank: tuple[dict[str, float], np.ndarray] | None = None
     _derived: dict[str, Any] = field(default_factory=dict)
     _attrs: dict[str, list[Any]] = field(default_factory=dict)
@@ -156,12 +156,15 @@ class Compiled:
                                 else [default] * self.n)
         return self._attrs[key]
 
-    def propagation(self, *, use_fan_effect: bool, fan_exponent: float = 1.0) -> sp.csr_array:
-        key = (use_fan_effect, float(fan_exponent) if use_fan_effect else 0.0)
+    def propagation(self, *, use_fan_effect: bool, fan_exponent: float = 1.0,
+                    fan_in_exponent: float = 0.0) -> sp.csr_array:
+        key = (use_fan_effect, float(fan_exponent) if use_fan_effect else 0.0,
+               float(fan_in_exponent) if use_fan_effect else 0.0)
         m = self._matrices.get(key)
         if m is None:
             m = propagation_matrix(self.src, self.dst, self.weight, self.n,
-                                   use_fan_effect=use_fan_effect, fan_exponent=fan_exponent)
+                                   use_fan_effect=use_fan_effect, fan_exponent=fan_exponent,
+                                   fan_in_exponent=fan_in_exponent)
             self._matrices[key] = m
         return m
 

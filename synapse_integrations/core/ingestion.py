@@ -34,9 +34,12 @@ import numpy as np
 from ..errors import ExtractionError, InvalidInputError, InvalidTypeError, StorageError
 from ..firewall import Firewall
 from ..types import WindowReport
-from . import echoes
+from . import echoes, sleep
 from .consolidation import Consolidator
+from .lifecycle import Lifecycle
 from .models.mnemos import AffectTagger, affect_tag
+from .reconsolidation import reconsolidate
+from .surprisal import score_rows
 from .state import MemoryState
 from .validation import MAX_BATCH_TURNS, validate_turn
 
@@ -114,11 +117,13 @@ class Ingestor:
     """Writes turns into one memory (see the module docstring)."""
 
     def __init__(self, state: MemoryState, consolidator: Consolidator, firewall: Firewall,
+                 lifecycle: Lifecycle | None = None,
                  tagger: AffectTagger | None = None) -> None:
         self.state = state
         self.tagger = tagger
         self.consolidator = consolidator
         self.firewall = firewall
+        self.lifecycle = lifecycle or Lifecycle()
         self.retries = RetryLedger()
 
     def prepare(self, turns: Iterable[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -156,6 +161,10 @@ class Ingestor:
             raise InvalidInputError(f"memory id(s) already used: {sorted(set(taken) or ids)[:5]}")
         embs = embs[fresh_rows]
         echoes.mark(rows, embs, state)  # an assistant turn restating a user turn: echo_of
+        cfg = state.config
+        salience = score_rows(rows, embs, state, self.lifecycle.predictor, cfg.surprisal_window,
+                              lambda t: self.consolidator.names.embed([t])[0]) \
+            if cfg.surprisal_gate else [None] * len(rows)
         now = time.time()
         for r in rows:
             r["ingest_ts"] = now
@@ -174,11 +183,15 @@ class Ingestor:
         n = state.config.consolidation_interval
         try:
             with state.batched_concept_writes():
-                for r, h in zip(rows, embs):
+                for k, (r, h) in enumerate(zip(rows, embs)):
                     state.link_episode(r["id"], h, text=r["text"], speaker=r["speaker"],
                                        ts=r["ts"], ingest_ts=now, metadata=r["metadata"],
                                        seq=r["seq"], gen=r.get("gen", 0),
                                        affect=r.get("affect"))
+                    if salience[k] is not None:
+                        state.set_salience(r["id"], salience[k], low=salience[k] < cfg.surprisal_tau)
+                    if cfg.reconsolidation:
+                        reconsolidate(state, self.lifecycle.reconsolidator, r["id"])
                     if failed is None and n and len(state.pending) >= n:
                         pending = list(state.pending)
                         try:
@@ -186,10 +199,19 @@ class Ingestor:
                         except (StorageError, ExtractionError) as exc:
                             state.pending = pending  # retried at the next write
                             failed = exc
+                if failed is None and sleep.due(state, cfg):
+                    self.sleep()
         except StorageError as exc:  # the batched concept write
             failed = failed or exc
         fresh = iter(ids)
         return [h if h is not None else next(fresh) for h in result], failed
+
+    def sleep(self) -> sleep.SleepReport:
+        """Consolidate the episodes stored since the last sleep into facts (:mod:`.sleep`)."""
+        state = self.state
+        with state.batched_concept_writes():
+            return sleep.run_sleep(state, self.consolidator, self.lifecycle.sleeper,
+                                   archive=state.config.sleep_archive_sources)
 
     def consolidate_pending(self) -> list[WindowReport]:
         """Consolidate every pending turn now, in windows of ``consolidation_interval``."""

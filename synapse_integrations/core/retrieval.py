@@ -32,6 +32,7 @@ from . import echoes, gate, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
+from .reconsolidation import query_tense, rank_versions
 from .state import MemoryState
 from .triggers import tokenize
 from .validation import from_epoch
@@ -126,7 +127,8 @@ class Pass:
     lexical: np.ndarray | None
     distinct: np.ndarray | None
     echo: np.ndarray  # the echo demotion (0, or negative): core/echoes.py
-    superseded: np.ndarray  # the demotion of a superseded version (0, or negative)
+    superseded: np.ndarray  # version ranking (core/reconsolidation.py): older below newer
+    salience: np.ndarray  # the low-salience demotion (core/surprisal.py; 0, or negative)
     parents: np.ndarray | None
     dense_rank: dict[str, int]
     bm25_rank: dict[str, int]
@@ -228,8 +230,10 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical, distinct=distinct)
     hybrid = score
-    score = _rank_versions(view, cand, score, cfg.superseded_weight)
-    superseded = score - hybrid  # shown as a score component, like the echo demotion
+    score = _salience(view, cand, score, cfg.low_salience_weight)
+    salience = score - hybrid
+    score = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=query_tense(text))
+    superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
     if scope.returnable is None:
         order = scoring.top_k(score, min(k, cand.size))
@@ -237,8 +241,8 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         keep = np.flatnonzero(scope.returnable[cand])
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
     return Pass(cand, order, score, sim, activation, pr, lexical, distinct, echo, superseded,
-                parents, anchors.dense_rank, anchors.bm25_rank, activated, own_score is not None,
-                spikes)
+                salience, parents, anchors.dense_rank, anchors.bm25_rank, activated,
+                own_score is not None, spikes)
 
 
 def _spikes(view: Compiled, act: Activation) -> Spikes | None:
@@ -253,34 +257,16 @@ def _spikes(view: Compiled, act: Activation) -> Spikes | None:
                   float(act.spike_time))
 
 
-def _superseded(view: Compiled) -> dict[int, int]:
-    """Position of each superseded episode -> position of its replacement (-1 when the
-    replacement is not active)."""
-    out = {}
-    for i, new in enumerate(view.node_values("superseded_by")):
-        if new is not None:
-            out[i] = view.index.get(new, -1)
-    return out
+def _low_salience(view: Compiled) -> np.ndarray:
+    return np.array([bool(v) for v in view.node_values("low_salience", False)], dtype=bool)
 
 
-def _rank_versions(view: Compiled, cand: np.ndarray, score: np.ndarray,
-                   weight: float) -> np.ndarray:
-    """Superseded episodes score ``weight`` times their score, and below their
-    replacement when both are candidates."""
-    versions = view.derived("superseded", _superseded)
-    if not versions:
+def _salience(view: Compiled, cand: np.ndarray, score: np.ndarray, weight: float) -> np.ndarray:
+    """Episodes the surprisal gate marked low-salience score ``weight`` of their score."""
+    if weight == 1.0:
         return score
-    score = score.copy()
-    pos = {int(c): j for j, c in enumerate(cand)}
-    for j, c in enumerate(cand.tolist()):
-        new = versions.get(c)
-        if new is None:
-            continue
-        score[j] *= weight
-        k = pos.get(new)
-        if k is not None and score[j] >= score[k]:
-            score[j] = np.nextafter(score[k], -np.inf)
-    return score
+    low = view.derived("low-salience", _low_salience)[cand]
+    return np.where(low, score * weight, score) if low.any() else score
 
 
 def feedback_entities(state: MemoryState, view: Compiled, run: Pass, top_r: int,
@@ -467,7 +453,8 @@ class Retriever:
                                        run.dense_rank.get(view.ids[run.cand[j]]),
                                        float(run.lexical[j]) if run.lexical is not None else 0.0,
                                        float(run.distinct[j]) if run.distinct is not None else 0.0,
-                                       float(run.echo[j]), weights, float(run.superseded[j])),
+                                       float(run.echo[j]), weights, float(run.superseded[j]),
+                                       float(run.salience[j])),
                        run.parents, activation)
             for j in run.order
         )

@@ -85,6 +85,7 @@ class MemoryState:
         self.stale_pagerank = False
         self.needs_repair = False
         self.tombstones: dict[str, int] = {}
+        self.slept: dict[str, Any] = {}  # the last sleep: {"seq", "ts"} (core/sleep.py)
         self._tombstone_count = -1  # rows seen in Chroma's record of them (-1: not read)
         # concept vectors written once per batch instead of once per window (None: write
         # at once); flushed before any snapshot is taken
@@ -227,6 +228,14 @@ class MemoryState:
         self.pending.append(node_id)
         self.bm25.add(node_id, text)
 
+    def set_salience(self, node_id: str, salience: float, *, low: bool) -> None:
+        """Record an episode's surprisal (:mod:`.surprisal`); ``low``: under the gate's tau."""
+        node = self.graph.node(node_id)
+        node["salience"] = float(salience)
+        if low:
+            node["low_salience"] = True
+        self.graph.invalidate()
+
     def newest_episode(self) -> str | None:
         """The active episode with the highest ``seq`` (None when there is none)."""
         eps = self.graph.ids("episode")
@@ -278,14 +287,16 @@ class MemoryState:
         """Add (or strengthen to the max weight) the edge ``u -> v``."""
         self.graph.add_edge(u, v, kind=kind, weight=weight, **attrs)
 
-    def record_spikes(self, ids: Sequence[str], values: Sequence[float], at: float, *,
-                      keep: int = MAX_SPIKES) -> int:
-        """Append ``[at, value]`` to each node's spike train (its ``spikes`` attribute),
-        keeping the last ``keep`` (SynapticRAG's stimuli recorded at retrieval). Returns the
-        nodes changed."""
+    def record_spikes(self, spikes: Any, *, keep: int = MAX_SPIKES) -> int:
+        """Append ``[spikes.time, value]`` to the spike train (``spikes`` attribute) of each
+        node of ``spikes.ids`` (values ``spikes.values``: SynapticRAG's stimuli recorded at
+        retrieval), keeping the last ``keep``. ``None`` records nothing. Returns the nodes
+        changed."""
+        if spikes is None:
+            return 0
         return self.graph.append_to_attribute(
-            "spikes", {i: [float(at), float(v)] for i, v in zip(ids, values)}, keep=keep,
-            derived_prefix="synaptic.")
+            "spikes", {i: [float(spikes.time), float(v)] for i, v in zip(spikes.ids, spikes.values)},
+            keep=keep, derived_prefix="synaptic.")
 
     def learn_weights(self, graph: str, pairs: Sequence[tuple[str, str]],
                       weights: Sequence[float]) -> int:
@@ -480,7 +491,7 @@ class MemoryState:
         """What a snapshot holds (JSON): the graph and the ingestion bookkeeping."""
         return {"graph": self.graph.to_json(),
                 "state": {"pending": self.pending, "last_episode": self.last_episode,
-                          "windows": self.windows}}
+                          "windows": self.windows, "slept": self.slept}}
 
     def load_snapshot(self, files: Mapping[str, Any]) -> None:
         """Replace the graph and bookkeeping with a snapshot's (validated beforehand).
@@ -490,3 +501,6 @@ class MemoryState:
         self.pending = [i for i in state.get("pending", []) if i in self.graph]
         self.last_episode = state.get("last_episode")
         self.windows = int(state.get("windows", 0))
+        slept = state.get("slept")
+        self.slept = {k: slept[k] for k in ("seq", "ts") if isinstance(slept.get(k), (int, float))
+                      and not isinstance(slept.get(k), bool)} if isinstance(slept, dict) else {}

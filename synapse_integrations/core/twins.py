@@ -62,6 +62,10 @@ class AsyncTwins:
         """Async twin of :meth:`retrieve` (same keyword arguments)."""
         return await self._run(self.retrieve, query, k, **kwargs)
 
+    async def asleep(self) -> Any:
+        """Async twin of :meth:`sleep`."""
+        return await self._run(self.sleep)
+
     async def afeedback(self, query: str, used_ids: Sequence[str],
                         unused_ids: Sequence[str] = (), **kwargs: Any) -> FeedbackReport:
         """Async twin of :meth:`feedback`."""

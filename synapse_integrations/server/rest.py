@@ -152,6 +152,7 @@ class ComponentsOut(BaseModel):
     distinct: float = 0.0
     echo: float = 0.0
     superseded: float = 0.0
+    salience: float = 0.0
     weights: Optional[dict[str, float]] = None
 
 

@@ -27,7 +27,8 @@ from .protocol import BaseExtractor, Extractor, check_turns, is_int
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["ExtractedEdge", "ExtractedNode", "ExtractionSchema", "ExtractorStats", "LLMExtractor"]
+__all__ = ["ExtractedEdge", "ExtractedNode", "ExtractionSchema", "ExtractorStats", "LLMExtractor",
+           "parse_reply", "reply_text"]
 
 # the package's logger name, as before the split into modules
 logger = logging.getLogger(__package__)
@@ -233,6 +234,25 @@ def _parse_json(text: str) -> Any:
     snippet = text.strip().replace("\n", " ")
     snippet = snippet[:120] + ("..." if len(snippet) > 120 else "")
     raise ValueError(f"the reply contains no JSON object (it began: {snippet!r})")
+
+
+def reply_text(message: Any) -> str:
+    """The text of a chat model's reply (string content or content blocks).
+
+    >>> reply_text("plain")
+    'plain'
+    """
+    return _message_text(message)
+
+
+def parse_reply(message: Any) -> Any:
+    """The first JSON object or array in a chat model's reply (a message or a string);
+    :class:`ValueError` when there is none.
+
+    >>> parse_reply('Sure: {"outdated": ["ep-1"]} (one)')
+    {'outdated': ['ep-1']}
+    """
+    return _parse_json(_message_text(message))
 
 
 def _mentions(name: str, turns: Sequence[Turn]) -> tuple[str, ...]:

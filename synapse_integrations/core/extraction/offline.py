@@ -213,18 +213,22 @@ class OfflineExtractor(BaseExtractor):
     ['Ann', 'Dr. Seuss', 'museum']
     """
 
-    def __init__(self, *, max_concepts: int = 12, max_relations: int = 5) -> None:
+    def __init__(self, *, max_concepts: int = 12, max_relations: int = 5,
+                 per_turn: int = 0) -> None:
         if not is_int(max_concepts) or max_concepts < 1:
             raise ConfigError(f"max_concepts must be a positive int, got {max_concepts!r}")
         if not is_int(max_relations) or max_relations < 0:
             raise ConfigError(f"max_relations must be an int >= 0, got {max_relations!r}")
+        if not is_int(per_turn) or per_turn < 0:
+            raise ConfigError(f"per_turn must be an int >= 0, got {per_turn!r}")
         self.max_concepts = max_concepts
         self.max_relations = max_relations
+        self.per_turn = per_turn
 
     def __repr__(self) -> str:
         return (
             f"OfflineExtractor(max_concepts={self.max_concepts}, "
-            f"max_relations={self.max_relations})"
+            f"max_relations={self.max_relations}, per_turn={self.per_turn})"
         )
 
     async def aextract(self, turns: Sequence[Turn]) -> Extraction:
@@ -321,7 +325,7 @@ class OfflineExtractor(BaseExtractor):
             if not (c.kind == "phrase" and " " in c.name and c.mentions < _MIN_PHRASE_MENTIONS)
         ]
         ranked.sort(key=lambda c: (_KIND_RANK[c.kind], -c.score(), c.order))
-        kept = ranked[: self.max_concepts]
+        kept = _fair_share(ranked, [t.id for t in window], self.per_turn, self.max_concepts)
 
         concepts = tuple(
             Concept(
@@ -344,6 +348,40 @@ class OfflineExtractor(BaseExtractor):
                 seen_pairs.add(pair)
                 relations.append(Relation(a, "co_mentioned", b, weight=0.5))
         return Extraction(concepts=concepts, relations=tuple(relations))
+
+
+def _fair_share(ranked: list[_Candidate], turn_ids: list[str], per_turn: int,
+                budget: int) -> list[_Candidate]:
+    """The ``budget`` concepts kept when each turn may link to at most ``per_turn`` concepts
+    besides the speakers (0: no limit, ``ranked[:budget]`` unchanged).
+
+    The speakers come first; then, round after round, each turn in order takes its best
+    concept not yet kept, until every turn has ``per_turn`` or the budget is spent; a
+    concept's ``source_ids`` keep only the turns that took it or that it was kept for
+    anyway. A long turn with many frequent words can neither use up the window's budget
+    and leave a short turn with no concept of its own, nor collect links (and with them
+    activation) just by being long.
+    """
+    if per_turn <= 0:
+        return ranked[:budget]
+    kept = [c for c in ranked if c.kind == "speaker"][:budget]
+    chosen: dict[str, list[_Candidate]] = {t: [] for t in turn_ids}
+    for _ in range(per_turn):
+        for tid in turn_ids:
+            mine = chosen[tid]
+            if len(kept) >= budget or len(mine) >= per_turn:
+                continue
+            # the turn's best concept: one already kept (costs nothing) or the next new one
+            for c in ranked:
+                if c.kind != "speaker" and tid in c.source_ids and c not in mine:
+                    mine.append(c)
+                    if c not in kept:
+                        kept.append(c)
+                    break
+    for c in kept:
+        if c.kind != "speaker":
+            c.source_ids = [t for t in c.source_ids if c in chosen.get(t, ())]
+    return kept
 
 
 _KIND_RANK = {"speaker": 0, "entity": 1, "phrase": 2}

@@ -1,0 +1,157 @@
+"""Reconsolidation (issue 15): a turn restating an attribute with a new value supersedes the
+older turn (kept, linked, ranked with it: newest first, oldest first for the past)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
+from synapse_integrations.core.graph import Compiled
+from synapse_integrations.core.lifecycle import Lifecycle
+from synapse_integrations.core.reconsolidation import (LLMReconsolidator, is_update, query_tense,
+                                                       rank_versions, statements)
+from synapse_integrations.errors import ConfigError, InvalidTypeError
+
+OLD = "I've spent around 5-6 hours on my abstract ocean sculpture so far."
+NEW = "By the way, I've already put in 10-12 hours on my abstract ocean sculpture."
+OTHER = "I've spent 2 hours on my vegetable garden so far."
+FILLER = ["What is a good glaze for clay?", "Glazes vary a lot.", "Thanks, I will try it.",
+          "Any tips for texture?", "Use a stiff brush."]
+
+
+def _memory(tmp_path, *, on=True, lifecycle=None):
+    cfg = SynapseConfig(reconsolidation=on, consolidation_interval=0)
+    return Synapse(tmp_path / "m", embedder=HashingEmbedder(), config=cfg, lifecycle=lifecycle)
+
+
+def _ingest(mem):
+    turns = [{"text": OLD, "speaker": "Sam", "timestamp": "2024-01-01T00:00:00Z", "id": "old"},
+             {"text": OTHER, "speaker": "Sam", "timestamp": "2024-01-02T00:00:00Z", "id": "other"}]
+    turns += [{"text": t, "speaker": "Sam", "timestamp": f"2024-01-0{3 + i}T00:00:00Z"}
+              for i, t in enumerate(FILLER)]
+    turns.append({"text": NEW, "speaker": "Sam", "timestamp": "2024-02-01T00:00:00Z", "id": "new"})
+    return mem.add_turns(turns)
+
+
+def test_the_rule_on_hand_made_statements() -> None:
+    (old,), (new,), (other,) = statements(OLD), statements(NEW), statements(OTHER)
+    assert old.values == {"5-6"} and "hour" in old.slot and {"ocean", "sculpture"} <= old.frame
+    assert is_update(new, old)
+    assert not is_update(other, old)  # same slot (hours), another subject
+    assert not is_update(old, old)  # the same value is a restatement, not an update
+    (third,), (three,) = statements("I just finished my third issue of National Geographic."), \
+        statements("I finished three issues of National Geographic.")
+    assert not is_update(three, third)  # "third" and "three" are the same value
+    assert statements("How many hours have I spent on it?") == []  # a question states nothing
+    assert statements("I did a 30-mile ride last weekend with Dana.") == []  # an event
+    assert statements("Give me the title of chapter 2 for my essay.") == []  # a request
+    assert statements("I want you to write 60 characters for my title.") == []
+    for no_value in ("The store opened on March 12 near my office.",  # a date
+                     "I snack around 3 pm most days at my desk."):  # a time of day
+        assert [s.values for s in statements(no_value)] == [frozenset()]
+    assert len(statements("user: remember when I got pre-approved for $400,000?")) == 1
+
+
+@pytest.mark.parametrize("old, new", [
+    ("I live in Boston.", "I moved to Denver last month."),
+    ("My internet provider is Comlink, it is painfully slow.",
+     "I switched internet providers to FiberNest and it is so much faster."),
+    ("I work at Google as a designer.", "I switched jobs and now work at Figma."),
+])
+def test_a_change_without_a_number_supersedes(old, new) -> None:
+    assert any(is_update(a, b) for a in statements(new) for b in statements(old))
+
+
+@pytest.mark.parametrize("old, new", [
+    ("I love my dog Rex.", "I moved to Denver last month."),  # another subject
+    ("I live in Boston.", "I moved the meeting with Dana to Friday."),  # not where one lives
+    ("I live in Boston.", "My friend Rachel moved to Chicago."),  # not the speaker
+    ("I live in Boston.", "I was moved by the film about Boston."),
+])
+def test_what_is_not_a_change(old, new) -> None:
+    assert not any(is_update(a, b) for a in statements(new) for b in statements(old))
+
+
+def test_a_new_value_supersedes_the_old_turn_and_ranks_first(tmp_path) -> None:
+    with _memory(tmp_path) as mem:
+        _ingest(mem)
+        assert mem.get("old")["superseded_by"] == "new" and mem.get("new")["supersedes"] == "old"
+        assert "superseded_by" not in mem.get("other")
+        assert mem.get("old")["superseded_at"] == mem.get("new")["ts"]  # when the world changed
+        res = mem.retrieve("How many hours have I spent on my ocean sculpture now?", k=4)
+        ids = [it.id for it in res.items]
+        assert ids.index("new") == ids.index("old") - 1  # the history right below its version
+        item = next(it for it in res.items if it.id == "old")
+        assert item.superseded_by == "new" and item.superseded_at is not None
+        for it in res.items:  # the shown terms still add up to the score
+            assert sum(it.components.terms().values()) == pytest.approx(it.score)
+        past = mem.retrieve("How many hours had I spent on the sculpture before?", k=4)
+        ids = [it.id for it in past.items]
+        assert ids.index("old") == ids.index("new") - 1  # a question about the past: oldest first
+    with Synapse.load(tmp_path / "m", embedder=HashingEmbedder()) as again:  # snapshot reload
+        assert again.get("old")["superseded_by"] == "new"
+        assert again.retrieve("ocean sculpture hours now", k=3).items[0].id == "new"
+
+
+def test_switched_off_nothing_is_superseded(tmp_path) -> None:
+    with _memory(tmp_path, on=False) as mem:
+        _ingest(mem)
+        assert all("superseded_by" not in ep for ep in mem.episodes())
+
+
+def test_assistant_turns_are_never_superseded_by_the_rule(tmp_path) -> None:
+    with _memory(tmp_path) as mem:
+        mem.add_turns([{"text": OLD, "speaker": "assistant", "id": "a1"},
+                       {"text": NEW, "speaker": "assistant", "id": "a2"}])
+        assert "superseded_by" not in mem.get("a1")
+
+
+def test_rank_versions_against_hand_computed_scores() -> None:
+    view = Compiled.from_arrays(["a", "b", "c", "x"], np.eye(4), src=[], dst=[], weight=[],
+                                is_episode=[True] * 4,
+                                attrs={"superseded_by": ["b", "c", None, None]})
+    cand = np.arange(4)
+    got = rank_versions(view, cand, np.array([0.9, 0.2, 0.4, 0.5]), weight=0.5)
+    # the chain a -> b -> c ranks at its best score 0.9, newest first
+    assert got[2] == 0.9 and got[1] == pytest.approx(0.9 - 1e-6) and got[0] == pytest.approx(0.9 - 2e-6)
+    assert got[3] == 0.5
+    past = rank_versions(view, cand, np.array([0.9, 0.2, 0.4, 0.5]), weight=0.5, tense="past")
+    assert past[0] > past[1] > past[2] > past[3]
+    alone = rank_versions(view, np.array([0, 3]), np.array([0.9, 0.5]), weight=0.5)
+    assert list(alone) == [0.45, 0.5]  # replacement not reached: weight x its score
+    assert list(rank_versions(view, np.array([0, 3]), np.array([0.9, 0.5]), weight=0.5,
+                              tense="past")) == [0.9, 0.5]
+
+
+def test_query_tense() -> None:
+    assert query_tense("Where do I live now?") == "current"
+    assert query_tense("What was my previous goal before I updated it?") == "past"
+    assert query_tense("How many bikes do I own?") == "neutral"
+
+
+def test_the_llm_variant_with_a_fake_chat_model(tmp_path) -> None:
+    # asked twice: for OTHER (a statement with a candidate), then for NEW
+    model = FakeListChatModel(responses=['{"outdated": []}',
+                                         'Sure: {"outdated": ["old", "invented-id"]}'])
+    with _memory(tmp_path, lifecycle=Lifecycle(reconsolidator=LLMReconsolidator(model))) as mem:
+        _ingest(mem)
+        assert mem.get("old")["superseded_by"] == "new"
+        assert "superseded_by" not in mem.get("other") and not mem.contains("invented-id")
+
+
+def test_an_unusable_llm_reply_supersedes_nothing(tmp_path) -> None:
+    model = FakeListChatModel(responses=["I cannot tell."] * 20)
+    with _memory(tmp_path, lifecycle=Lifecycle.llm(model)) as mem:
+        _ingest(mem)
+        assert all("superseded_by" not in ep for ep in mem.episodes())
+
+
+def test_bad_input_is_a_clear_error() -> None:
+    with pytest.raises(InvalidTypeError, match="chat model"):
+        LLMReconsolidator(object())
+    with pytest.raises(InvalidTypeError, match="reconsolidator"):
+        Lifecycle(reconsolidator=object())
+    with pytest.raises(ConfigError, match="reconsolidation must be a bool"):
+        SynapseConfig(reconsolidation="yes")

@@ -1,0 +1,109 @@
+"""Sleep consolidation (issue 15): facts linked to their source episodes, on demand and
+automatically, archiving by policy, persistence, the LLM variant with a fake chat model."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
+from synapse_integrations.core.lifecycle import Lifecycle
+from synapse_integrations.core.sleep import LLMSleeper, OfflineSleeper
+from synapse_integrations.errors import ConfigError, InvalidTypeError
+
+TURNS = [
+    {"text": "I moved to Denver in May for the new nursing job.", "speaker": "Sam", "id": "e1",
+     "timestamp": "2024-05-01T08:00:00Z"},
+    {"text": "ok thanks! How is the weather there?", "speaker": "Sam", "id": "e2",
+     "timestamp": "2024-05-01T08:30:00Z"},
+    {"text": "My sister Dana adopted a beagle named Biscuit last week.", "speaker": "Sam",
+     "id": "e3", "timestamp": "2024-05-01T10:00:00Z"},
+]
+
+
+def _facts(mem):
+    return {n: d for n, d in mem.graph.nodes(data=True) if d.get("ctype") == "Fact"}
+
+
+def test_sleep_turns_statements_into_facts_linked_to_their_sources(tmp_path) -> None:
+    with Synapse(tmp_path / "s", embedder=HashingEmbedder(),
+                 config=SynapseConfig(consolidation_interval=0)) as mem:
+        mem.add_turns(TURNS)
+        report = mem.sleep()
+        assert (report.episodes, report.facts_created, report.archived) == (3, 2, 0)
+        assert report.compression == 1.5
+        facts = _facts(mem)
+        by_name = {d["name"]: n for n, d in facts.items()}
+        assert set(by_name) == {"Sam: I moved to Denver in May for the new nursing job.",
+                                "Sam: My sister Dana adopted a beagle named Biscuit last week."}
+        fid = by_name["Sam: I moved to Denver in May for the new nursing job."]
+        assert mem.graph.has_edge(fid, "e1") and mem.graph.has_edge("e1", fid)
+        assert not mem.graph.has_edge(fid, "e3")  # only its own source
+        assert mem.sleep().episodes == 0  # nothing new since
+        found = mem.retrieve("Where did Sam move?", k=10, kinds=("episode", "concept"))
+        assert fid in {it.id for it in found.items}
+    with Synapse.load(tmp_path / "s", embedder=HashingEmbedder()) as again:  # snapshot reload
+        assert set(_facts(again)) == set(facts)
+        assert again.sleep().episodes == 0  # the last sleep's mark survived
+
+
+def test_forgetting_the_source_removes_its_fact(tmp_path) -> None:
+    with Synapse(embedder=HashingEmbedder(), config=SynapseConfig(consolidation_interval=0)) as mem:
+        mem.add_turns(TURNS)
+        mem.sleep()
+        mem.forget(ids=["e1"])
+        assert all("Denver" not in d["name"] for d in _facts(mem).values())
+
+
+def test_automatic_sleep_after_n_episodes_and_t_event_time(tmp_path) -> None:
+    cfg = SynapseConfig(consolidation_interval=0, sleep_auto=True, sleep_episodes=3,
+                        sleep_seconds=3600)
+    with Synapse(embedder=HashingEmbedder(), config=cfg) as mem:
+        mem.add_turns(TURNS[:2])
+        assert not _facts(mem)  # 2 episodes: not yet
+        mem.add_turns(TURNS[2:])
+        assert len(_facts(mem)) == 2  # 3 episodes over 2 hours
+    short = [dict(t, timestamp=f"2024-05-01T08:0{i}:00Z") for i, t in enumerate(TURNS)]
+    with Synapse(embedder=HashingEmbedder(), config=cfg) as mem:
+        mem.add_turns(short)
+        assert not _facts(mem)  # 3 episodes within 2 minutes: not an hour yet
+
+
+def test_archiving_policy_moves_the_sources_out_restorably(tmp_path) -> None:
+    cfg = SynapseConfig(consolidation_interval=0, sleep_archive_sources=True)
+    with Synapse(embedder=HashingEmbedder(), config=cfg) as mem:
+        mem.add_turns(TURNS)
+        report = mem.sleep()
+        assert report.archived == 2
+        assert {a["id"] for a in mem.archived()} == {"e1", "e3"}  # e2 yielded no fact: kept
+        assert mem.restore(["e1"]) == ["e1"]
+
+
+async def test_the_llm_sleeper_with_a_fake_chat_model_and_the_async_twin(tmp_path) -> None:
+    reply = ('{"facts": [{"fact": "Sam lives in Denver.", "sources": ["e1", "nope"]}, '
+             '{"fact": "Made up.", "sources": ["nope"]}, {"fact": "", "sources": ["e3"]}]}')
+    model = FakeListChatModel(responses=[reply])
+    with Synapse(embedder=HashingEmbedder(), config=SynapseConfig(consolidation_interval=0),
+                 lifecycle=Lifecycle(sleeper=LLMSleeper(model))) as mem:
+        await mem.aadd_turns(TURNS)
+        report = await mem.asleep()
+        assert report.facts_created == 1
+        (fid, d), = _facts(mem).items()
+        assert d["name"] == "Sam lives in Denver." and mem.graph.has_edge(fid, "e1")
+
+
+def test_an_unusable_llm_reply_yields_no_fact() -> None:
+    sleeper = LLMSleeper(FakeListChatModel(responses=["no json here"]))
+    assert sleeper.facts([{"id": "e1", "text": "I moved.", "speaker": "Sam"}]) == []
+    assert OfflineSleeper().facts([]) == []
+
+
+def test_bad_input_is_a_clear_error() -> None:
+    with pytest.raises(InvalidTypeError, match="chat model"):
+        LLMSleeper(42)
+    with pytest.raises(InvalidTypeError, match="sleeper"):
+        Lifecycle(sleeper="offline")
+    with pytest.raises(ConfigError, match="sleep_seconds"):
+        SynapseConfig(sleep_seconds=-1)
+    with pytest.raises(ConfigError, match="sleep_episodes"):
+        SynapseConfig(sleep_episodes=0)
