@@ -559,7 +559,7 @@ class Synapse(AsyncTwins):
             if len(state.graph) and (qv.shape != (dim,) or not np.all(np.isfinite(qv))):
                 raise InvalidInputError(f"query vector must be a finite array of shape ({dim},), "
                                         f"got shape {qv.shape}")
-            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=at and to_epoch(at))
+            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=None if at is None else to_epoch(at))
             for activated in out.activated:  # what a read records: dormancy, model's spikes
                 self._consolidator.dormancy.observe(activated)
             state.record_spikes(out.spikes)
