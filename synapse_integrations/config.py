@@ -137,9 +137,10 @@ class SynapseConfig:
             rejects a question naming one speaker when a turn not about them covers the
             question's attribute terms by more than this share beyond the best turn about
             them.
-        gate_presence_min: its presence check rejects when no allowed turn covers at least
-            this share of the attribute terms (words memory never saw count as uncovered);
-            0 switches it off.
+        gate_presence_min: its presence check rejects when no turn about the named person
+            (any turn, when none is named) covers at least this share of the attribute
+            terms (words memory never saw count as uncovered); the default 0.01 rejects
+            only when none of them is held in any inflection; 0 switches it off.
 
     Lifecycle (mnemos, seed 004; docs/concepts.md, "Memory lifecycle")
         reconsolidation: a stored turn that restates an attribute with a new value marks
@@ -212,7 +213,7 @@ class SynapseConfig:
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
     gate_attribution_margin: float = 0.05
-    gate_presence_min: float = 0.0
+    gate_presence_min: float = 0.01
 
     # --- lifecycle (mnemos): reconsolidation, surprisal gate, sleep consolidation
     reconsolidation: bool = False

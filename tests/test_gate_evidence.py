@@ -45,6 +45,8 @@ def test_kernels_against_hand_computed_values():
     assert (gap, other, subject) == (pytest.approx(0.3), 1, 2)
     assert G.presence(np.array([0.4, 0.8]), np.array([True, False]), 0.5) == (pytest.approx(0.2), 0)
     assert G.attribute_terms("What kind of dog does Sam have now?", ["Sam"]) == ["dog"]
+    assert G.resolve_terms(["camped", "dogs", "goldfish"], {"camping", "dog"}.__contains__) == [
+        "camping", "dog", "goldfish"]
     assert G.named_subjects("What did Caroline say about Melanie's race?", ["Caroline", "Melanie"]) == \
         ["Caroline", "Melanie"]
     assert G.turn_about("Melanie: How is the adoption research going?", "Melanie",
@@ -70,12 +72,15 @@ def test_attribution_rejects_a_question_about_the_wrong_person(mem):
     assert not off.rejected and "attribution_gap" not in off.verdict.signals
 
 
-def test_presence_check_when_switched_on(mem):
-    cfg = mem.config.replace(gate_presence_min=0.2)
-    dog = mem.retrieve("What is Melanie's dog called?", k=3, config=cfg)
+def test_presence_check_rejects_details_never_said(mem):
+    dog = mem.retrieve("What is Melanie's dog called?", k=3)  # no dog anywhere in memory
     assert dog.rejected and dog.verdict.check == "presence" and "'dog'" in dog.reason
-    assert not mem.retrieve("What is Melanie's dog called?", k=3).rejected  # off by default
-    assert not mem.retrieve("Which agency does Caroline like?", k=3, config=cfg).rejected
+    assert dog.verdict.signals["presence"] == 0.0
+    # an inflection of a word memory holds counts as held ("agencies" for "agency")
+    assert not mem.retrieve("Which agency does Caroline like?", k=3).rejected
+    assert not mem.retrieve("What are Caroline's adoption agencies?", k=3).rejected
+    off = mem.retrieve("What is Melanie's dog called?", k=3, config=mem.config.replace(gate_presence_min=0.0))
+    assert not off.rejected and off.verdict.signals["presence"] == 0.0  # measured, not deciding
 
 
 def test_config_bounds_and_paper_preset():

@@ -210,6 +210,18 @@ class BM25Index:
         pos[(pos >= n) | ~self._alive[:pos.size]] = -1
         return pos
 
+    def has(self, token: str) -> bool:
+        """Whether some live document holds ``token``.
+
+        >>> idx = BM25Index()
+        >>> idx.set({"a": "ski trip"})
+        >>> idx.has("ski"), idx.has("skis")
+        (True, False)
+        """
+        with self._lock:
+            t = self._vocab.get(token)
+            return t is not None and self._df[t] > 0
+
     def idf(self, token: str) -> float:
         """BM25's IDF of a (lower-case) token in the live corpus; a token no document holds
         gets the IDF of a token held by none (the largest).

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .graph import Compiled
 
 __all__ = ["FRAME_WORDS", "attribute_terms", "attribution_gap", "decide", "evaluate",
-           "named_subjects", "presence", "turn_about"]
+           "inflections", "named_subjects", "presence", "resolve_terms", "turn_about"]
 
 #: Words that frame a question rather than name what it asks about ("What *kind* of ...",
 #: "Did Sam ever *mention* ...", "What is the *name* of ..."): left out of the attribute
@@ -85,6 +85,37 @@ def attribute_terms(question: str, names: Sequence[str]) -> list[str]:
     """
     skip = {t for n in names for t in _name_tokens(n)} | FRAME_WORDS
     return list(dict.fromkeys(t for t in tokenize(question) if t not in skip))
+
+
+def inflections(term: str) -> list[str]:
+    """``term`` and its regular English inflections (plural, past, gerund), ``term`` first:
+    the forms a memory may hold a question's word in ("camped" -> "camping", "dogs" ->
+    "dog").
+
+    >>> inflections("dogs")[:2], "camping" in inflections("camped"), "studies" in inflections("study")
+    (['dogs', 'dog'], True, True)
+    """
+    stems = [term]
+    for suffix, add in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""),
+                        ("ing", "e"), ("d", "")):
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            stems.append(term[: -len(suffix)] + add)
+    out = list(stems)
+    for stem in stems:
+        base = stem[:-1] if stem.endswith("e") else stem
+        out += [stem + "s", stem + "es", base + "ed", base + "ing", stem + "d",
+                stem[:-1] + "ies" if stem.endswith("y") else stem + "s"]
+    return list(dict.fromkeys(t for t in out if len(t) >= 2))
+
+
+def resolve_terms(terms: Sequence[str], has: Callable[[str], bool]) -> list[str]:
+    """Each term as the first of its :func:`inflections` that ``has`` finds (the term itself
+    when none is), once each.
+
+    >>> resolve_terms(["dogs", "hamster"], {"dog"}.__contains__)
+    ['dog', 'hamster']
+    """
+    return list(dict.fromkeys(next((f for f in inflections(t) if has(f)), t) for t in terms))
 
 
 def attribution_gap(coverage: np.ndarray, subject: np.ndarray,
@@ -173,7 +204,7 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
         spk = np.array(view.node_values("speaker"), dtype=object)
         speakers = sorted({s for s in spk[eligible] if isinstance(s, str) and s})
         named = named_subjects(query, speakers)
-        terms = attribute_terms(query, speakers)
+        terms = resolve_terms(attribute_terms(query, speakers), bm25.has)
         if terms:
             cov, used, mass = bm25.coverage(terms, view.index, view.n, eligible)
             subject = eligible & (spk == named[0]) if len(named) == 1 else eligible
@@ -191,6 +222,7 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
                 gap, o, _ = attribution_gap(cov, owned, eligible & ~owned)
                 if o >= 0:
                     attribution = (gap, named[0], str(spk[o]), view.ids[o])
+                subject = owned  # presence, too, reads the turns about the named person
             # measured always (benchmarks sweep it); it decides when gate_presence_min > 0
             unseen = len(terms) - len(used)
             idf_unseen = math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5)
