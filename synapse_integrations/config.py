@@ -139,8 +139,8 @@ class SynapseConfig:
             them.
         gate_presence_min: its presence check rejects when no turn about the named person
             (any turn, when none is named) covers at least this share of the attribute
-            terms (words memory never saw count as uncovered); the default 0.01 rejects
-            only when none of them is held in any inflection; 0 switches it off.
+            terms (words memory never saw count as uncovered); 0 (default) switches it off,
+            0.01 rejects only when none of them is held in any inflection (docs/gate.md).
 
     Lifecycle (mnemos, seed 004; docs/concepts.md, "Memory lifecycle")
         reconsolidation: a stored turn that restates an attribute with a new value marks
@@ -213,7 +213,7 @@ class SynapseConfig:
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
     gate_attribution_margin: float = 0.05
-    gate_presence_min: float = 0.01
+    gate_presence_min: float = 0.0
 
     # --- lifecycle (mnemos): reconsolidation, surprisal gate, sleep consolidation
     reconsolidation: bool = False

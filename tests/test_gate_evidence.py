@@ -72,15 +72,17 @@ def test_attribution_rejects_a_question_about_the_wrong_person(mem):
     assert not off.rejected and "attribution_gap" not in off.verdict.signals
 
 
-def test_presence_check_rejects_details_never_said(mem):
-    dog = mem.retrieve("What is Melanie's dog called?", k=3)  # no dog anywhere in memory
+def test_presence_check_rejects_details_never_said_when_on(mem):
+    cfg = mem.config.replace(gate_presence_min=0.01)
+    dog = mem.retrieve("What is Melanie's dog called?", k=3, config=cfg)  # no dog anywhere
     assert dog.rejected and dog.verdict.check == "presence" and "'dog'" in dog.reason
     assert dog.verdict.signals["presence"] == 0.0
     # an inflection of a word memory holds counts as held ("agencies" for "agency")
-    assert not mem.retrieve("Which agency does Caroline like?", k=3).rejected
-    assert not mem.retrieve("What are Caroline's adoption agencies?", k=3).rejected
-    off = mem.retrieve("What is Melanie's dog called?", k=3, config=mem.config.replace(gate_presence_min=0.0))
-    assert not off.rejected and off.verdict.signals["presence"] == 0.0  # measured, not deciding
+    assert not mem.retrieve("Which agency does Caroline like?", k=3, config=cfg).rejected
+    assert not mem.retrieve("What are Caroline's adoption agencies?", k=3, config=cfg).rejected
+    # off by default: measured, not deciding (a paraphrase, "dog" for "beagle", would be refused)
+    off = mem.retrieve("What is Melanie's dog called?", k=3)
+    assert not off.rejected and off.verdict.signals["presence"] == 0.0
 
 
 def test_config_bounds_and_paper_preset():
