@@ -95,18 +95,37 @@ class LLMGateJudge:
     def _key(self, result: RetrievalResult) -> tuple[str, tuple[str, ...]]:
         return result.query, tuple(it.id for it in result.episodes()[: self.k])
 
-    def _verdict(self, result: RetrievalResult, reply: Any) -> GateVerdict:
+    def _verdict(self, result: RetrievalResult, reply: Any) -> tuple[GateVerdict, bool]:
+        """The verdict on ``reply``, and whether the judge decided it (else the offline
+        decision stands: an unreadable reply)."""
         text = reply.content if hasattr(reply, "content") else str(reply)
         parsed = self.parse(text if isinstance(text, str) else json.dumps(text))
         if parsed is None:
-            return self._fallback(result, "the judge's reply was not the JSON asked for")
+            return self._fallback(result, "the judge's reply was not the JSON asked for"), False
         supported, quote = parsed
         signals = dict(result.verdict.signals) if result.verdict is not None else {}
         if supported:
             return GateVerdict(False, "accepted", f"accepted: the judge found the answer in "
-                               f"memory ({quote[:120]!r})", None, signals)
+                               f"memory ({quote[:120]!r})", None, signals), True
         return GateVerdict(True, "judge", "the judge found no memory that states what the "
-                           "question asks", None, signals)
+                           "question asks", None, signals), True
+
+    def _judged(self, result: RetrievalResult, key: tuple[str, tuple[str, ...]],
+                reply: Any) -> RetrievalResult:
+        """``result`` with the verdict on the model's ``reply`` (cached when the judge
+        decided)."""
+        verdict, decided = self._verdict(result, reply)
+        if decided:
+            self._store(key, verdict)
+        return self._apply(result, verdict)
+
+    def _failed(self, result: RetrievalResult, exc: BaseException) -> RetrievalResult:
+        """``result`` as the offline gate decided it, saying why the judge could not."""
+        if isinstance(exc, (concurrent.futures.TimeoutError, asyncio.TimeoutError)):
+            why = f"the judge took longer than {self.timeout_s:g}s"
+        else:
+            why = f"the judge failed: {type(exc).__name__}"
+        return self._apply(result, self._fallback(result, why))
 
     def _fallback(self, result: RetrievalResult, why: str) -> GateVerdict:
         base = result.verdict or GateVerdict(result.rejected, "accepted", "accepted")
@@ -138,20 +157,14 @@ class LLMGateJudge:
             return result
         key = self._key(result)
         verdict = self._cached(key)
-        if verdict is None:
-            future = self._pool.submit(self.model.invoke, self.prompt(result))
-            try:
-                reply = future.result(timeout=self.timeout_s)
-            except concurrent.futures.TimeoutError:
-                return self._apply(result, self._fallback(result, f"the judge took longer than "
-                                                                  f"{self.timeout_s:g}s"))
-            except Exception as exc:  # a provider error must not lose the answer
-                return self._apply(result, self._fallback(result, f"the judge failed: "
-                                                                  f"{type(exc).__name__}"))
-            verdict = self._verdict(result, reply)
-            if "judge found" in verdict.reason:
-                self._store(key, verdict)
-        return self._apply(result, verdict)
+        if verdict is not None:
+            return self._apply(result, verdict)
+        future = self._pool.submit(self.model.invoke, self.prompt(result))
+        try:
+            reply = future.result(timeout=self.timeout_s)
+        except Exception as exc:  # a timeout or a provider error must not lose the answer
+            return self._failed(result, exc)
+        return self._judged(result, key, reply)
 
     async def areview(self, result: RetrievalResult) -> RetrievalResult:
         """Async twin of :meth:`review` (``ainvoke`` with the same timeout and fallback)."""
@@ -159,17 +172,11 @@ class LLMGateJudge:
             return result
         key = self._key(result)
         verdict = self._cached(key)
-        if verdict is None:
-            try:
-                reply = await asyncio.wait_for(self.model.ainvoke(self.prompt(result)),
-                                               timeout=self.timeout_s)
-            except asyncio.TimeoutError:
-                return self._apply(result, self._fallback(result, f"the judge took longer than "
-                                                                  f"{self.timeout_s:g}s"))
-            except Exception as exc:  # a provider error must not lose the answer
-                return self._apply(result, self._fallback(result, f"the judge failed: "
-                                                                  f"{type(exc).__name__}"))
-            verdict = self._verdict(result, reply)
-            if "judge found" in verdict.reason:
-                self._store(key, verdict)
-        return self._apply(result, verdict)
+        if verdict is not None:
+            return self._apply(result, verdict)
+        try:
+            reply = await asyncio.wait_for(self.model.ainvoke(self.prompt(result)),
+                                           timeout=self.timeout_s)
+        except Exception as exc:  # a timeout or a provider error must not lose the answer
+            return self._failed(result, exc)
+        return self._judged(result, key, reply)

@@ -285,11 +285,22 @@ class BM25Index:
         >>> [round(float(x), 2) for x in cov], used
         ([1.0, 0.32, 0.0], ['charity', 'race'])
         """
-        eligible = np.asarray(eligible, dtype=bool)
         out = np.zeros(n)
-        total_docs = int(eligible.sum())
         used: list[str] = []
         mass = 0.0
+        for token, where, idf in self._held_by(tokens, index, n, eligible):
+            out[where] += idf
+            mass += idf
+            used.append(token)
+        return (out / mass if mass > 0 else out), used, mass
+
+    def _held_by(self, tokens: Sequence[str], index: Mapping[str, int], n: int,
+                 eligible: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        """``(token, positions, idf)`` for each distinct token some ``eligible`` position of
+        ``index`` holds: the positions that hold it, and its IDF over the eligible ones."""
+        eligible = np.asarray(eligible, dtype=bool)
+        total_docs = int(eligible.sum())
+        out = []
         with self._lock:
             pos = self._slot_positions(index, n)
             for token in dict.fromkeys(tokens):
@@ -299,13 +310,10 @@ class BM25Index:
                 where = pos[got[0]]
                 where = where[where >= 0]
                 where = where[eligible[where]]
-                if where.size == 0:
-                    continue
-                idf = math.log(1.0 + (total_docs - where.size + 0.5) / (where.size + 0.5))
-                out[where] += idf
-                mass += idf
-                used.append(token)
-        return (out / mass if mass > 0 else out), used, mass
+                if where.size:
+                    out.append((token, where,
+                                math.log(1.0 + (total_docs - where.size + 0.5) / (where.size + 0.5))))
+        return out
 
     def exclusive_share(self, text: str, index: Mapping[str, int], n: int,
                         eligible: np.ndarray) -> np.ndarray:
@@ -321,26 +329,10 @@ class BM25Index:
         >>> bool(s[0] > 0.5), float(s[1]), float(s[2])
         (True, 0.0, 0.0)
         """
-        eligible = np.asarray(eligible, dtype=bool)
         out = np.zeros(n)
-        total_docs = int(eligible.sum())
-        mass = 0.0
-        exclusive: list[tuple[int, float]] = []
-        with self._lock:
-            pos = self._slot_positions(index, n)
-            for token in dict.fromkeys(tokenize(text)):
-                got = self._postings(token)
-                if got is None:
-                    continue
-                where = pos[got[0]]
-                where = where[where >= 0]
-                where = where[eligible[where]]
-                if where.size == 0:
-                    continue
-                idf = math.log(1.0 + (total_docs - where.size + 0.5) / (where.size + 0.5))
-                mass += idf
-                if where.size == 1:
-                    exclusive.append((int(where[0]), idf))
+        held = self._held_by(tokenize(text), index, n, eligible)
+        mass = sum(idf for _, _, idf in held)
+        exclusive = [(int(where[0]), idf) for _, where, idf in held if where.size == 1]
         for at, idf in exclusive:
             out[at] += idf / mass
         return out

@@ -193,6 +193,10 @@ def decide(*, topic_ok: bool, confidence: float, tau: float, signal: str,
                        f">= gate_tau {tau:.3f} and the evidence checks passed", None, signals)
 
 
+def _names(speakers: np.ndarray) -> list[str]:
+    return sorted({s for s in speakers if isinstance(s, str) and s})
+
+
 def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
              confidence: float, eligible: np.ndarray) -> GateVerdict:
     """The gate on one retrieval: the topic check on ``confidence``, then (with
@@ -201,8 +205,13 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
     topic_ok = not scoring.gate(confidence, tau=cfg.gate_tau)
     attribution = present = None
     if topic_ok and cfg.use_evidence_gate:
-        spk = np.array(view.node_values("speaker"), dtype=object)
-        speakers = sorted({s for s in spk[eligible] if isinstance(s, str) and s})
+        # per view, not per query: the speakers (and their names, without filters)
+        spk = view.derived("gate.speakers",
+                           lambda v: np.array(v.node_values("speaker"), dtype=object))
+        if np.array_equal(eligible, view.is_episode):
+            speakers = view.derived("gate.names", lambda v: _names(spk[v.is_episode]))
+        else:
+            speakers = _names(spk[eligible])
         named = named_subjects(query, speakers)
         terms = resolve_terms(attribute_terms(query, speakers), bm25.has)
         if terms:
