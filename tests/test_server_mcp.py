@@ -24,8 +24,8 @@ from mcp.client.streamable_http import streamablehttp_client  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
-TOOLS = {"store_turns", "retrieve", "consolidate", "forget", "update", "list_episodes", "inspect",
-         "stats", "health"}
+TOOLS = {"store_turns", "retrieve", "consolidate", "forget", "update", "feedback", "list_episodes",
+         "inspect", "stats", "health"}
 FACTS = [{"text": "Dana studies architecture in Lisbon.", "speaker": "Sam", "id": "f1",
           "timestamp": "2024-02-01T09:00:00Z", "metadata": {"topic": "study"}},
          {"text": "Sam went skiing in Whistler with Dana.", "speaker": "Sam", "id": "f2",
@@ -85,6 +85,9 @@ async def exercise(session: ClientSession) -> None:
     nothing = await call(session, "retrieve", namespace="u1", query="zzz qqq")
     assert nothing["gate"]["decision"] == "rejected" and nothing["rejected"]
     assert (await call(session, "consolidate", namespace="u1"))["episodes"] >= 0
+    learned = await call(session, "feedback", namespace="u1", query="Where did Sam ski?",
+                         used_ids=["f2"], unused_ids=["f3"])
+    assert learned["used"] == ["f2"] and learned["unused"] == ["f3"] and learned["graph"] == "memory"
     page = await call(session, "list_episodes", namespace="u1", limit=2)
     assert [e["id"] for e in page["episodes"]] == ["f1", "f2"] and page["next_offset"] == 2 and page["total"] == 3
     new = (await call(session, "update", namespace="u1", id="f1", text="Dana studies law in Lisbon."))["id"]
@@ -135,6 +138,48 @@ async def test_sdk_client_over_streamable_http(tmp_path):
         assert httpx.post(f"{srv.url}/mcp", json={}).status_code == 401  # the key is needed
         async with http_session(f"{srv.url}/mcp", headers={"X-API-Key": "k3y"}) as session:
             await exercise(session)
+
+
+async def _links(session: ClientSession, ns: str) -> dict[str, Any]:
+    return {i: (await call(session, "inspect", namespace=ns, id=i))["links"] for i in ("f1", "f2", "f3")}
+
+
+async def test_feedback_tool_learns_and_refuses_bad_input(tmp_path):
+    with rest_server(tmp_path / "mem", embedder=HashingEmbedder(), mcp=True) as srv:
+        async with http_session(f"{srv.url}/mcp") as session:
+            await call(session, "store_turns", namespace="u1", turns=FACTS)
+            await call(session, "consolidate", namespace="u1")
+            before = await _links(session, "u1")
+            # bad input: a tool error naming the problem, and nothing stored changes
+            assert "NodeNotFoundError (404)" in (text := await error(
+                session, "feedback", namespace="u1", query="skiing", used_ids=["f2", "nope"]))
+            assert "nope" in text
+            text = await error(session, "feedback", namespace="u1", query="skiing", used_ids=["f2"],
+                               unused_ids=["f2", "f3"])
+            assert "InvalidInputError (400)" in text and "both used and unused" in text and "f2" in text
+            text = await error(session, "feedback", namespace="u1", query="skiing", used_ids=["f2"], alpha=2)
+            assert "InvalidInputError (400)" in text and "alpha" in text
+            assert "query" in await error(session, "feedback", namespace="u1", query="  ", used_ids=["f2"])
+            assert "used_ids" in await error(session, "feedback", namespace="u1", query="skiing",
+                                             used_ids="f2")
+            assert "used_ids" in await error(session, "feedback", namespace="u1", query="skiing")
+            assert "UnknownNamespaceError (404)" in await error(
+                session, "feedback", namespace="ghost", query="skiing", used_ids=["f2"])
+            assert await _links(session, "u1") == before
+            assert "ghost" not in json.loads(
+                (await session.read_resource("synapse://namespaces")).contents[0].text)["namespaces"]
+            # a good call learns on the memory graph: the spreading edge into the unused
+            # memory is weakened (Evermind's Eq. 2, alpha 0.5)
+            rep = await call(session, "feedback", namespace="u1", query="Where did Sam go skiing with Dana?",
+                             used_ids=["f2", "f1"], unused_ids=["f3"], alpha=0.5)
+            assert rep["model"] == "synapse" and rep["graph"] == "memory"
+            assert rep["used"] == ["f2", "f1"] and rep["unused"] == ["f3"]
+            assert rep["weakened"] >= 1 and rep["created"] == 0
+            after = await _links(session, "u1")
+            assert after != before
+            into_f3 = [(b["weight"], a["weight"]) for i in ("f1", "f2") for b, a in zip(before[i], after[i])
+                       if b["id"] == "f3"]
+            assert into_f3 and all(a == max(0.0, b - 0.5) for b, a in into_f3)
 
 
 async def test_rest_and_mcp_share_one_memory(tmp_path):

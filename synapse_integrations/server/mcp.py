@@ -11,6 +11,8 @@ Tools (every one takes a required ``namespace``, validated like the engine's):
 ``consolidate``    consolidate pending turns now
 ``forget``         remove for good: ids, speaker, time range, metadata, or everything
 ``update``         change a stored turn (text, metadata, speaker, time); returns its new id
+``feedback``       which memories an answer to a query used and which it did not: learned
+                   edge weights (``Synapse.feedback``); returns what was learned
 ``list_episodes``  the episodes in order, one page at a time
 ``inspect``        a namespace (folder, stats, config) or one memory (attributes, links,
                    and with ``query`` its rank, score components and activation path)
@@ -151,6 +153,18 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
         """Correct a stored memory (its text, metadata, speaker or time); returns its new id."""
         return {"id": svc.update(namespace, id, text, metadata=metadata, speaker=speaker,
                                  timestamp=timestamp, keep_history=keep_history)}
+
+    @server.tool()
+    @_tool
+    def feedback(namespace: str, query: str, used_ids: list[str],
+                 unused_ids: Optional[list[str]] = None, alpha: float = 0.1) -> dict[str, Any]:
+        """After answering `query` from retrieved memories: the ids the answer used
+        (`used_ids`) and those it did not (`unused_ids`). Strengthens the links between
+        used memories and weakens those that brought in unused ones (learned edge
+        weights); returns which graph learned and how many edges changed. Ids must be
+        active memories, never both used and unused; `alpha` (learning rate) in [0, 1]."""
+        return svc.feedback(namespace, query, used_ids, () if unused_ids is None else unused_ids,
+                            alpha=alpha)
 
     @server.tool()
     @_tool
