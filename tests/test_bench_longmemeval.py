@@ -16,7 +16,7 @@ from synapse_integrations.bench.longmemeval import load_longmemeval, parse_lme_d
 from synapse_integrations.bench.metrics import mean_by_key, recall_at_k, session_recall_at_k
 from synapse_integrations.bench.perf import HashingEmbedder
 from synapse_integrations.bench.retrieval import DEFAULT_METHODS, CachingEmbedder, \
-    method_config, run_longmemeval
+    method_config, method_names, run_longmemeval
 from synapse_integrations.bench.vector_cache import VectorCache
 from synapse_integrations.config import SynapseConfig
 
@@ -195,6 +195,26 @@ def test_method_names() -> None:
     assert method_config("model:synapse", SynapseConfig(top_k=7)).top_k == 7
     with pytest.raises(ValueError, match="no retrieval model 'nope'"):
         method_config("model:nope")
+
+
+def test_evermind_gamma_methods() -> None:
+    swept = method_config("evermind-g0.7")
+    assert swept == SynapseConfig(model="evermind", model_params={"evermind": {"gamma": 0.7}})
+    assert method_config("evermind-g1").model_params == {"evermind": {"gamma": 1.0}}
+    # the base's other Evermind parameters (and other models' parameters) are kept
+    base = SynapseConfig(top_k=7, model_params={"evermind": {"gamma": 0.5, "mutual": False},
+                                                "ppr": {"damping": 0.85}})
+    cfg = method_config("evermind-g0.9", base)
+    assert cfg.top_k == 7 and cfg.model == "evermind"
+    assert cfg.model_params == {"evermind": {"gamma": 0.9, "mutual": False}, "ppr": {"damping": 0.85}}
+    assert cfg.graph_signature() == base.graph_signature()  # one ingested memory for the sweep
+    assert base.model_params["evermind"]["gamma"] == 0.5  # the base is not changed
+    for bad in ("evermind-g1.5", "evermind-g0"):
+        with pytest.raises(ValueError, match=rf"{bad}: .*gamma.*\(0, 1\]"):
+            method_config(bad)
+    with pytest.raises(ValueError, match="unknown method 'evermind-gx'"):
+        method_config("evermind-gx")
+    assert "evermind-g<x>" in method_names()
 
 
 def test_model_methods_come_from_the_registry(monkeypatch) -> None:

@@ -31,6 +31,7 @@ progress bar and the plot.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..config import SynapseConfig
-from ..errors import InvalidInputError
+from ..errors import ConfigError, InvalidInputError
 from ..presets import BENCH_OPTIONS, LIFECYCLE_OPTIONS
 from .baselines import BASELINES, FUSION_WEIGHT, BaselineRanker, is_baseline, needs_memory, \
     rrf_fuse
@@ -82,6 +83,9 @@ DEFAULT_METHODS: tuple[str, ...] = (
     *BASELINES, "synapse-paper", "synapse", *BENCH_OPTIONS, *(f"synapse-{a}" for a in _ABLATIONS))
 #: ``model:<name>`` runs the base configuration with ``SynapseConfig(model=<name>)``.
 MODEL_PREFIX = "model:"
+#: ``evermind-g<x>`` runs ``model:evermind`` with Evermind's ``gamma = x`` (the paper's
+#: sweep: 0.70 to 1.0; 1.0 is plain top-k).
+_EVERMIND_G = re.compile(r"^evermind-g(\d+(?:\.\d+)?)$")
 #: Turns per ``add_turns`` call while ingesting (a multiple of the consolidation interval,
 #: so the consolidation windows are the same as turn by turn).
 INGEST_CHUNK = 100
@@ -93,7 +97,33 @@ def method_names() -> list[str]:
     from ..core.models import model_names
 
     return [*DEFAULT_METHODS, *LIFECYCLE_OPTIONS, "fusion-w<x>",
-            *(MODEL_PREFIX + m for m in model_names())]
+            *(MODEL_PREFIX + m for m in model_names()), "evermind-g<x>"]
+
+
+def _evermind_gamma(name: str, base: SynapseConfig) -> SynapseConfig | None:
+    """``base`` with ``model="evermind"`` and ``gamma`` from an ``evermind-g<x>`` name
+    (``None`` for any other name); the other Evermind parameters of ``base`` are kept.
+
+    >>> cfg = _evermind_gamma("evermind-g0.7", SynapseConfig())
+    >>> cfg.model, cfg.model_params["evermind"]
+    ('evermind', {'gamma': 0.7})
+    >>> _evermind_gamma("evermind", SynapseConfig()) is None
+    True
+    """
+    m = _EVERMIND_G.match(name)
+    if m is None:
+        return None
+    from ..core.models import evermind
+    from ..core.models._params import read_params
+
+    params = dict(base.model_params)
+    params["evermind"] = {**params.get("evermind", {}), "gamma": float(m[1])}
+    cfg = base.replace(model="evermind", model_params=params)
+    try:
+        read_params(cfg, evermind.PARAMS)
+    except ConfigError as exc:
+        raise InvalidInputError(f"{name}: {exc}") from exc
+    return cfg
 
 
 def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig:
@@ -103,9 +133,10 @@ def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig
     exact defaults, ``synapse-entity-feedback`` ``base`` with ``entity_feedback=1`` (a
     second pass through named entities), ``synapse-reconsolidation`` /
     ``synapse-surprisal`` / ``synapse-sleep`` ``base`` with one lifecycle mechanism on, ``synapse-<ablation>`` a row of the paper's
-    Table 3 applied to ``base``, and ``model:<name>`` ``base`` with ``model=<name>`` for
+    Table 3 applied to ``base``, ``model:<name>`` ``base`` with ``model=<name>`` for
     any model registered in :mod:`synapse_integrations.core.models` (looked up when
-    called, so models registered later are accepted).
+    called, so models registered later are accepted), and ``evermind-g<x>``
+    ``model:evermind`` with ``gamma = x`` (Evermind's sweep; x in (0, 1]).
     """
     base = base or SynapseConfig()
     if name == "synapse":
@@ -114,6 +145,9 @@ def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig
         return SynapseConfig.paper()
     if name in OPTIONS:
         return base.replace(**OPTIONS[name])
+    swept = _evermind_gamma(name, base)
+    if swept is not None:
+        return swept
     if name.startswith(MODEL_PREFIX):
         from ..core.models import model_names
 
