@@ -84,7 +84,7 @@ DEFAULT_METHODS: tuple[str, ...] = (
 #: ``model:<name>`` runs the base configuration with ``SynapseConfig(model=<name>)``.
 MODEL_PREFIX = "model:"
 #: ``evermind-g<x>`` runs ``model:evermind`` with Evermind's ``gamma = x`` (the paper's
-#: sweep: 0.70 to 1.0; 1.0 is plain top-k).
+#: sweep: 0.70 to 1.0; 1.0: no spreading, only the seeds are scored).
 _EVERMIND_G = re.compile(r"^evermind-g(\d+(?:\.\d+)?)$")
 #: Turns per ``add_turns`` call while ingesting (a multiple of the consolidation interval,
 #: so the consolidation windows are the same as turn by turn).

@@ -388,8 +388,8 @@ class EvermindModel:
     Hyperparameters, ``SynapseConfig(model_params={"evermind": {...}})`` (paper defaults):
 
     ``gamma`` 0.95
-        share of activation a node keeps per round (the paper sweeps 0.70-1.0; 1.0 is the
-        dense baseline).
+        share of activation a node keeps per round (the paper sweeps 0.70-1.0; 1.0 is no
+        spreading: only the seeds are scored; the bench's ``evermind-g<x>`` methods).
     ``rounds`` 3
         rounds of spreading.
     ``init_k`` 5
