@@ -515,7 +515,10 @@ class MemoryGraph:
         g, nodes = self.g, self.g.nodes
         new = list(dict.fromkeys(n for n in delta.nodes if n in g))
         ids = old.ids + new
-        index = dict(old.index)
+        # the old ids keep their positions, so the index grows in place: the one object,
+        # for caches keyed on it (BM25's slot table) that only look up the ids added; the
+        # view this one extends is replaced by it and not used again
+        index = old.index
         index.update((n, old.n + k) for k, n in enumerate(new))
         emb = (np.concatenate([old.embeddings, np.stack([self.vectors[n] for n in new])
                                .astype(np.float32, copy=False)]) if new else old.embeddings.copy())
