@@ -88,6 +88,11 @@ MIN_SHARED = 2
 MIN_OVERLAP = 0.4
 #: The share of the smaller statement's IDF mass a change must share with what it replaces.
 CHANGE_OVERLAP = 0.5
+#: Event time (seconds) that must separate two statements of a value for the newer to
+#: supersede the older: within one conversation a new value of the same frame is another
+#: item of a list ("100 more points for a free book", then "50 more points for a free
+#: dessert"), not a change. Changes said with a change verb ("I moved to Denver") need no gap.
+MIN_GAP = 3600.0
 #: How far apart (in the score) a version is placed from the one it is ranked with.
 VERSION_MARGIN = 1e-6
 
@@ -295,11 +300,22 @@ class Reconsolidator(Protocol):
 
 
 class RuleReconsolidator:
-    """The offline rule (:func:`is_update` on every pair of statements)."""
+    """The offline rule (:func:`is_update` on every pair of statements); a value restated
+    less than ``min_gap`` seconds of event time after the older turn (both ``ts`` known)
+    supersedes nothing, a change said with a change verb still does.
 
-    def __init__(self, *, min_shared: int = MIN_SHARED, min_overlap: float = MIN_OVERLAP) -> None:
+    >>> rule = RuleReconsolidator()
+    >>> old = {"id": "a", "text": "I need 100 more points for a free book.", "ts": 0.0}
+    >>> new = {"id": "b", "text": "I need 50 more points for a free book.", "ts": 60.0}
+    >>> rule.superseded(new, [old]), rule.superseded({**new, "ts": 86400.0}, [old])
+    ([], ['a'])
+    """
+
+    def __init__(self, *, min_shared: int = MIN_SHARED, min_overlap: float = MIN_OVERLAP,
+                 min_gap: float = MIN_GAP) -> None:
         self.min_shared = min_shared
         self.min_overlap = min_overlap
+        self.min_gap = min_gap
 
     def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
                    idf: Callable[[str], float] | None = None) -> list[str]:
@@ -307,8 +323,11 @@ class RuleReconsolidator:
         out = []
         for c in candidates:
             theirs = statements(c["text"])
+            close = new.get("ts") is not None and c.get("ts") is not None \
+                and new["ts"] - c["ts"] < self.min_gap  # one conversation: a list, not a change
             if any(is_update(a, b, min_shared=self.min_shared, min_overlap=self.min_overlap,
-                             idf=idf) for a in mine for b in theirs):
+                             idf=idf) and not (close and not a.change)
+                   for a in mine for b in theirs):
                 out.append(c["id"])
         return out
 
