@@ -49,10 +49,12 @@ most :data:`CANDIDATES`), so a write costs one lexical query.
 the same candidates the new turn updates.
 
 **At retrieval** (:func:`rank_versions`): a version and its replacement that are both
-candidates rank together at the better of their two scores, the newest first; for a
-question about the past (:func:`query_tense`: "before", "previous", "used to"...) the
-older first. A superseded version whose replacement was not reached keeps
-``superseded_weight`` of its score (the past: all of it).
+candidates rank together at the better of their two scores, the newest first (its history
+right below it). A superseded version whose replacement was not reached keeps
+``superseded_weight`` of its score; for a question about the past (:func:`query_tense`:
+"before", "previous", "used to"...) all of it. Versions no write linked are found at
+question time (:func:`rank_recent`, ``SynapseConfig.version_recency``): the newest user
+turn that holds most of the question's words is placed above older ones holding no other.
 
 >>> [(sorted(s.values), sorted(s.slot)) for s in statements(
 ...     "I have 2 road bikes. Do you like bikes? Dana has three cats.")]
