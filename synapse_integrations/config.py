@@ -141,6 +141,9 @@ class SynapseConfig:
             (any turn, when none is named) covers at least this share of the attribute
             terms (words memory never saw count as uncovered); 0 (default) switches it off,
             0.01 rejects only when none of them is held in any inflection (docs/gate.md).
+        gate_presence_similarity: for presence, a turn also holds a question word when a
+            concept linked to it has at least this cosine with the word's embedding ("dog"
+            and a "puppy" concept: 0.80; "dog" and "painting": 0.31); 1 matches words only.
 
     Lifecycle (mnemos, seed 004; docs/concepts.md, "Memory lifecycle")
         reconsolidation: a stored turn that restates an attribute with a new value marks
@@ -214,6 +217,7 @@ class SynapseConfig:
     gate_tau: float = 0.25
     gate_attribution_margin: float = 0.05
     gate_presence_min: float = 0.0
+    gate_presence_similarity: float = 0.6
 
     # --- lifecycle (mnemos): reconsolidation, surprisal gate, sleep consolidation
     reconsolidation: bool = False
@@ -256,6 +260,7 @@ class SynapseConfig:
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
                      "distinct_similarity_ratio", "gate_presence_min", "surprisal_tau",
+                     "gate_presence_similarity",
                      "low_salience_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from synapse_integrations import Synapse, SynapseConfig
 from synapse_integrations.core import gate as G
@@ -85,11 +86,50 @@ def test_presence_check_rejects_details_never_said_when_on(mem):
     assert not off.rejected and off.verdict.signals["presence"] == 0.0
 
 
+def test_presence_by_meaning_kernels_against_hand_computed_values():
+    # turn 0 links concepts 0 and 1, turn 1 concept 2, turn 2 none
+    links = sp.csr_array(np.array([[1, 1, 0], [0, 0, 1], [0, 0, 0]]))
+    concepts = np.array([[0.6, 0.8], [0.0, 1.0], [1.0, 0.0]])
+    terms = np.array([[1.0, 0.0], [0.0, 1.0]])
+    # cosines term x concept: [[0.6, 0, 1], [0.8, 1, 0]]
+    got = G.semantic_cover(terms, concepts, links, 0.7)
+    assert got.tolist() == [[False, True], [True, False], [False, False]]
+    assert G.semantic_cover(terms, concepts, links, 0.5).tolist() == [[True, True], [True, False],
+                                                                       [False, False]]
+    covered = np.array([[True, False], [True, True], [False, False]])
+    assert G.term_presence(covered, np.array([2.0, 6.0]), np.array([True, False, True])) == (0.25, 0)
+    assert G.term_presence(covered, np.array([2.0, 6.0]), np.array([False, True, False])) == (1.0, 1)
+    assert G.term_presence(covered, np.array([2.0, 6.0]), np.zeros(3, dtype=bool)) == (0.0, -1)
+
+
+def test_presence_matches_paraphrases_by_meaning(embedder):
+    """"dog" is held by a memory of a beagle puppy, not by one of hiking and painting."""
+    cfg = SynapseConfig(gate_presence_min=0.01)
+    with Synapse(None, namespace="pup", embedder=embedder, config=cfg) as m:
+        m.add_turns([{"text": "I adopted a beagle puppy last week.", "speaker": "user"},
+                     {"text": "Congratulations! What did you name him?", "speaker": "assistant"}])
+        for q in ("Do I have a dog?", "What is my dog called?"):
+            r = m.retrieve(q, k=3)
+            assert not r.rejected, r.reason
+            assert r.verdict.signals["presence"] == 1.0
+        # words only (similarity 1): the paraphrase is refused
+        words = m.retrieve("Do I have a dog?", k=3, config=cfg.replace(gate_presence_similarity=1.0))
+        assert words.rejected and words.verdict.check == "presence"
+    with Synapse(None, namespace="hike", embedder=embedder, config=cfg) as m:
+        m.add_turns([{"text": "Sam: I went hiking in the mountains on Sunday.", "speaker": "Sam"},
+                     {"text": "Dana: I love painting landscapes.", "speaker": "Dana"},
+                     {"text": "Sam: Painting sounds fun, Dana.", "speaker": "Sam"}])
+        r = m.retrieve("What is Sam's dog called?", k=3)
+        assert r.rejected and r.verdict.check == "presence" and "'dog'" in r.reason
+
+
 def test_config_bounds_and_paper_preset():
     with pytest.raises(ConfigError, match="gate_attribution_margin"):
         SynapseConfig(gate_attribution_margin=1.5)
     with pytest.raises(ConfigError, match="gate_presence_min"):
         SynapseConfig(gate_presence_min=-0.1)
+    with pytest.raises(ConfigError, match="gate_presence_similarity"):
+        SynapseConfig(gate_presence_similarity=1.2)
     assert SynapseConfig.paper().use_evidence_gate is False
 
 
