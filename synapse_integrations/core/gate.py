@@ -170,10 +170,12 @@ def semantic_cover(term_vecs: np.ndarray, concept_vecs: np.ndarray, links: sp.cs
     array([[ True],
            [False]])
     """
-    close = (np.asarray(term_vecs, dtype=np.float64)
-             @ np.asarray(concept_vecs, dtype=np.float64).T) >= threshold  # (m, C)
-    if links.shape[1] == 0 or not close.any():
-        return np.zeros((links.shape[0], close.shape[0]), dtype=bool)
+    terms = np.asarray(term_vecs, dtype=np.float32)
+    if links.shape[1] == 0:
+        return np.zeros((links.shape[0], terms.shape[0]), dtype=bool)
+    close = (terms @ np.asarray(concept_vecs, dtype=np.float32).T) >= threshold  # (m, C)
+    if not close.any():
+        return np.zeros((links.shape[0], terms.shape[0]), dtype=bool)
     return np.asarray((links @ close.T.astype(np.float64)) > 0)
 
 
@@ -194,8 +196,8 @@ def term_presence(covered: np.ndarray, weights: np.ndarray, allowed: np.ndarray)
 
 
 def concept_links(view: Compiled) -> tuple[np.ndarray, sp.csr_array]:
-    """The positions of ``view``'s concept nodes and the turns x concepts matrix of the
-    edges linking each episode to them (cached per view)."""
+    """The vectors of ``view``'s concept nodes (rows) and the turns x concepts matrix of
+    the edges linking each episode to them (cached per view)."""
     def build(v: Compiled) -> tuple[np.ndarray, sp.csr_array]:
         is_concept = np.array([k == "concept" for k in v.node_values("kind")], dtype=bool)
         pos = np.flatnonzero(is_concept)
@@ -204,7 +206,7 @@ def concept_links(view: Compiled) -> tuple[np.ndarray, sp.csr_array]:
         keep = v.is_episode[v.src] & is_concept[v.dst]
         links = sp.csr_array((np.ones(int(keep.sum())), (v.src[keep], col[v.dst[keep]])),
                              shape=(v.n, pos.size))
-        return pos, links
+        return np.ascontiguousarray(v.embeddings[pos], dtype=np.float32), links
     return view.derived("gate.concepts", build)
 
 
@@ -272,6 +274,8 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
         else:
             speakers = _names(spk[eligible])
         named = named_subjects(query, speakers)
+        if not named and cfg.gate_first_person in speakers and _FIRST.search(query):
+            named = [cfg.gate_first_person]  # "my", "I": the user asking about themself
         terms = resolve_terms(attribute_terms(query, speakers), bm25.has)
         if terms:
             cov, used, _ = bm25.coverage(terms, view.index, view.n, eligible)
@@ -324,24 +328,26 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
             covered[:, j], weights[j] = cov > 0, mass
     share, at = term_presence(covered, weights, allowed)
     if share < 1.0 and words is not None and cfg.gate_presence_similarity < 1.0:
-        pos, links = concept_links(view)
+        concepts, links = concept_links(view)
         # a turn not consolidated yet links no concept: its own words stand in for them
-        bare = np.flatnonzero(allowed & eligible & (np.diff(links.indptr) == 0))
-        texts = view.node_values("text", "")
-        toks = {i: list(dict.fromkeys(tokenize(texts[i]))) for i in bare.tolist()}
-        vocab = list(dict.fromkeys(t for ts in toks.values() for t in ts))
-        if pos.size or vocab:
-            vecs = np.asarray(words(terms + vocab), dtype=np.float64)
-            vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        bare = np.flatnonzero(allowed & eligible & (np.diff(links.indptr) == 0)).tolist()
+        tokens = view.derived("gate.tokens", lambda _: {})
+        texts = view.node_values("text", "") if bare else []
+        for i in bare:
+            if i not in tokens:
+                tokens[i] = list(dict.fromkeys(tokenize(texts[i])))
+        vocab = list(dict.fromkeys(t for i in bare for t in tokens[i]))
+        vecs = np.asarray(words(terms + vocab), dtype=np.float32)
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        thr = cfg.gate_presence_similarity
+        covered |= semantic_cover(vecs[:len(terms)], concepts, links, thr) & eligible[:, None]
+        if vocab:
             col = {t: k for k, t in enumerate(vocab)}
-            rows = [i for i, ts in toks.items() for _ in ts]
-            own = sp.csr_array((np.ones(len(rows)), (rows, [col[t] for ts in toks.values() for t in ts])),
+            pairs = [(i, col[t]) for i in bare for t in tokens[i]]
+            own = sp.csr_array((np.ones(len(pairs)), tuple(np.array(pairs).T)),
                                shape=(view.n, len(vocab)))
-            covered |= semantic_cover(vecs[:len(terms)],
-                                      np.vstack([view.embeddings[pos], vecs[len(terms):]]),
-                                      sp.hstack([links, own], format="csr"),
-                                      cfg.gate_presence_similarity) & eligible[:, None]
-            share, at = term_presence(covered, weights, allowed)
+            covered |= semantic_cover(vecs[:len(terms)], vecs[len(terms):], own, thr) & eligible[:, None]
+        share, at = term_presence(covered, weights, allowed)
     return share, at
 
 
