@@ -289,10 +289,11 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
                 # presence, too, reads the turns about the named person (all of them when
                 # it matches by meaning: a turn may hold none of the words)
                 subject = owned
-                if words is not None and cfg.gate_presence_similarity < 1.0:
-                    subject = _about(view, spk, speakers, named[0], eligible)
+                widen = lambda: _about(view, spk, speakers, named[0], eligible)  # noqa: E731
+            else:
+                widen = lambda: subject  # noqa: E731
             # measured always (benchmarks sweep it); it decides when gate_presence_min > 0
-            share, at = _presence(view, bm25, terms, eligible, subject, cfg, words)
+            share, at = _presence(view, bm25, terms, eligible, subject, widen, cfg, words)
             present = (share, view.ids[at] if at >= 0 else None, terms)
     return decide(topic_ok=topic_ok, confidence=confidence, tau=cfg.gate_tau,
                   signal=cfg.gate_signal, attribution=attribution,
@@ -316,10 +317,13 @@ def _about(view: Compiled, spk: np.ndarray, speakers: list[str], name: str,
 
 
 def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.ndarray,
-              allowed: np.ndarray, cfg: SynapseConfig, words: WordVectors | None) -> tuple[float, int]:
+              allowed: np.ndarray, widen: Callable[[], np.ndarray], cfg: SynapseConfig,
+              words: WordVectors | None) -> tuple[float, int]:
     """Presence's share and turn: each term weighs its IDF over the ``eligible`` turns (a
     term none holds: the IDF of a word held by none); a turn covers it by an inflection
-    it holds, else (with ``words``) by a linked concept close in meaning."""
+    it holds, else (with ``words``, when the words alone leave the share below
+    ``gate_presence_min``) by a linked concept close in meaning; ``allowed`` are the turns
+    that may count, ``widen()`` those that may count by meaning."""
     weights = np.full(len(terms), math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5))
     covered = np.zeros((view.n, len(terms)), dtype=bool)
     for j, term in enumerate(terms):
@@ -327,7 +331,10 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
         if used:
             covered[:, j], weights[j] = cov > 0, mass
     share, at = term_presence(covered, weights, allowed)
-    if share < 1.0 and words is not None and cfg.gate_presence_similarity < 1.0:
+    # by meaning only where the words alone would refuse (it can only raise the share):
+    # most questions never pay for embedding their words
+    if share < cfg.gate_presence_min and words is not None and cfg.gate_presence_similarity < 1.0:
+        allowed = widen()  # the turns that may match by meaning (not only those with words)
         concepts, links = concept_links(view)
         # a turn not consolidated yet links no concept: its own words stand in for them
         bare = np.flatnonzero(allowed & eligible & (np.diff(links.indptr) == 0)).tolist()
