@@ -260,6 +260,11 @@ def format_longmemeval_table(results: dict[str, Any]) -> str:
     header = "questions: " + ", ".join(f"{names[c]}={n}" for c, n in q.items() if c in names)
     lines = format_recall_table(results, cats, names, "recall", "turn level; " + header)
     lines += format_recall_table(results, cats, names, "session_recall", "session level")
+    above = {m: e["newest_above_older"] for m, e in results["methods"].items()
+             if (e.get("newest_above_older") or {}).get("rate") is not None}
+    if above:  # knowledge-update questions with two or more evidence turns
+        lines.append("newest evidence turn above the older ones (knowledge-update): " + ", ".join(
+            f"{m} {100 * a['rate']:.1f}% of {a['n']}" for m, a in above.items()))
     lines += format_gate(results.get("gate"), "abstention", "other questions")
     lines += format_first_query(results)
     t = results.get("timing_s") or {}

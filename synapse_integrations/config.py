@@ -119,6 +119,10 @@ class SynapseConfig:
         superseded_weight: an episode replaced by a newer version (:meth:`Synapse.update`)
             scores this fraction of its score, and always below its replacement when both
             are ranked.
+        version_recency: a question not about the past ranks the newest user turn that
+            holds most of its words right above the best older turn holding no other of
+            them (versions found at question time,
+            :func:`~synapse_integrations.core.reconsolidation.rank_recent`).
         entity_feedback: ``r > 0`` runs a second pass: the named-entity concepts linked to
             the first pass's ``r`` best episodes (not topics, not speakers, not already in
             the query) join the query (their names the lexical trigger's text, their mean
@@ -214,6 +218,7 @@ class SynapseConfig:
     pagerank_damping: float = 0.85
     top_k: int = 30
     superseded_weight: float = 0.5
+    version_recency: bool = True
     score_all_nodes: bool = False
     entity_feedback: int = 0
     feedback_weight: float = 0.5
@@ -289,7 +294,8 @@ class SynapseConfig:
              f"sleep_seconds must be a number of seconds in [0, 1e9], got {self.sleep_seconds!r}")
         need(isinstance(self.gate_first_person, str),
              f"gate_first_person must be a speaker name (str), got {self.gate_first_person!r}")
-        for name in ("reconsolidation", "surprisal_gate", "sleep_auto", "sleep_archive_sources"):
+        for name in ("reconsolidation", "surprisal_gate", "sleep_auto", "sleep_archive_sources",
+                     "version_recency"):
             need(isinstance(getattr(self, name), bool), f"{name} must be a bool")
         for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
                      "sigmoid_gamma", "weight_similarity", "weight_activation",

@@ -226,7 +226,9 @@ def test_json_contract(fast_results) -> None:
     assert list(res["methods"]) == FAST
     for name, m in res["methods"].items():
         assert set(m) == {"recall@1", "recall@5", "session_recall@1", "session_recall@5",
-                          "latency_ms"}, name
+                          "newest_above_older", "latency_ms"}, name
+        # q_update: four evidence turns, the newest "ans_u2:1"
+        assert m["newest_above_older"]["n"] == 1 and m["newest_above_older"]["rate"] in (0.0, 1.0)
         for key in ("recall@1", "recall@5", "session_recall@1", "session_recall@5"):
             assert set(m[key]) == KEYS
             assert m[key]["single-session-preference"] is None  # no such question here

@@ -192,3 +192,14 @@ def test_default_gate_taus() -> None:
 def test_gate_sweep_rejects_nan_confidence() -> None:
     with pytest.raises(ValueError):
         gate_sweep([(5, float("nan"))], (0.1,))
+
+
+def test_newest_above_older_by_hand() -> None:
+    from synapse_integrations.bench.metrics import newest_above_older
+
+    assert newest_above_older(["n", "x", "o1", "o2"], ["o1", "o2", "n"], "n")
+    assert not newest_above_older(["o1", "n", "o2"], ["o1", "o2", "n"], "n")
+    assert newest_above_older(["n"], ["o1", "n"], "n")  # an unranked older turn is below
+    assert not newest_above_older(["o1"], ["o1", "n"], "n")  # an unranked newest never is
+    with pytest.raises(SynapseError, match="not an evidence turn"):
+        newest_above_older(["n"], ["o1"], "n")

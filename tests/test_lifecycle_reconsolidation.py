@@ -11,6 +11,7 @@ from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
 from synapse_integrations.core.graph import Compiled
 from synapse_integrations.core.lifecycle import Lifecycle
 from synapse_integrations.core.reconsolidation import (LLMReconsolidator, is_update, query_tense,
+                                                       rank_recent,
                                                        rank_versions, statements)
 from synapse_integrations.errors import ConfigError, InvalidTypeError
 
@@ -89,7 +90,7 @@ def test_a_new_value_supersedes_the_old_turn_and_ranks_first(tmp_path) -> None:
             assert sum(it.components.terms().values()) == pytest.approx(it.score)
         past = mem.retrieve("How many hours had I spent on the sculpture before?", k=4)
         ids = [it.id for it in past.items]
-        assert ids.index("old") == ids.index("new") - 1  # a question about the past: oldest first
+        assert ids.index("old") == ids.index("new") + 1  # the past too: the history right below
     with Synapse.load(tmp_path / "m", embedder=HashingEmbedder()) as again:  # snapshot reload
         assert again.get("old")["superseded_by"] == "new"
         assert again.retrieve("ocean sculpture hours now", k=3).items[0].id == "new"
@@ -118,7 +119,7 @@ def test_rank_versions_against_hand_computed_scores() -> None:
     assert got[2] == 0.9 and got[1] == pytest.approx(0.9 - 1e-6) and got[0] == pytest.approx(0.9 - 2e-6)
     assert got[3] == 0.5
     past = rank_versions(view, cand, np.array([0.9, 0.2, 0.4, 0.5]), weight=0.5, tense="past")
-    assert past[0] > past[1] > past[2] > past[3]
+    assert list(past) == list(got)  # the past too: the newest first, its history right below
     alone = rank_versions(view, np.array([0, 3]), np.array([0.9, 0.5]), weight=0.5)
     assert list(alone) == [0.45, 0.5]  # replacement not reached: weight x its score
     assert list(rank_versions(view, np.array([0, 3]), np.array([0.9, 0.5]), weight=0.5,
@@ -155,3 +156,51 @@ def test_bad_input_is_a_clear_error() -> None:
         Lifecycle(reconsolidator=object())
     with pytest.raises(ConfigError, match="reconsolidation must be a bool"):
         SynapseConfig(reconsolidation="yes")
+
+
+def _recent_view(speakers, ts, texts):
+    n = len(texts)
+    return Compiled.from_arrays([f"t{i}" for i in range(n)], np.eye(n), src=[], dst=[], weight=[],
+                                is_episode=[True] * n, attrs={"text": texts, "speaker": speakers,
+                                                              "ts": ts, "metadata": [{}] * n})
+
+
+def test_rank_recent_against_hand_computed_scores() -> None:
+    texts = ["I live in Boston near the harbor", "Lunch was good", "I live in Denver now",
+             "I live in a flat", "You live in Austin"]
+    view = _recent_view(["user", "user", "user", "user", "assistant"], [1.0, 2.0, 3.0, 4.0, 5.0],
+                        texts)
+    idf = {"live": 1.0, "denver": 3.0, "boston": 3.0, "harbor": 3.0}.get
+    score = np.array([0.9, 0.8, 0.3, 0.2, 0.95])
+    # "where do I live": mass {live: 1}; t3 (the newest user turn holding it) goes right above
+    # the best older user turn holding it (t0 at 0.9); the assistant's t4 is no version
+    got = rank_recent(view, np.arange(5), score, lambda t: idf(t, 1.0), "Where do I live?")
+    assert got[3] == pytest.approx(0.9 + 1e-6) and list(got[[0, 1, 2, 4]]) == [0.9, 0.8, 0.3, 0.95]
+    # "live near the harbor": only t0 holds "harbor" (3 of 4 of the mass): the newest turn
+    # holding 60% is t0 itself, nothing older: unchanged
+    same = rank_recent(view, np.arange(5), score, lambda t: idf(t, 1.0), "Do I live near the harbor?")
+    assert list(same) == list(score)
+    # a question about the past, or a window too small to hold both versions: unchanged
+    assert list(rank_recent(view, np.arange(5), score, lambda t: idf(t, 1.0), "Where do I live?",
+                            tense="past")) == list(score)
+    assert list(rank_recent(view, np.arange(5), score, lambda t: idf(t, 1.0), "Where do I live?",
+                            window=2)) == list(score)
+
+
+def test_version_recency_is_a_switch(tmp_path) -> None:
+    cfg = SynapseConfig(consolidation_interval=0)
+    with Synapse(str(tmp_path / "m"), config=cfg, embedder=HashingEmbedder()) as mem:
+        mem.add_turns([{"text": "I keep 3 bikes in the garage.", "speaker": "Sam",
+                        "timestamp": "2024-01-01T00:00:00Z", "id": "old"},
+                       {"text": "Weather talk, nothing else.", "speaker": "Sam",
+                        "timestamp": "2024-01-02T00:00:00Z", "id": "x"},
+                       {"text": "These days I keep 4 bikes in my garage.", "speaker": "Sam",
+                        "timestamp": "2024-03-01T00:00:00Z", "id": "new"}])
+        q = "How many bikes do I keep in the garage?"
+        on = {it.id: it.score for it in mem.retrieve(q, k=3).items}
+        off = {it.id: it.score for it in mem.retrieve(
+            q, k=3, config=cfg.replace(version_recency=False)).items}
+        assert on["new"] > on["old"] == off["old"]  # the newest version right above the older
+        assert on["new"] == pytest.approx(max(off["old"], off["new"]) + 1e-6)
+        with pytest.raises(Exception, match="version_recency"):
+            SynapseConfig(version_recency="yes")

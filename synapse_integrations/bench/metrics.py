@@ -27,6 +27,7 @@ __all__ = [
     "gate_rates",
     "gate_sweep",
     "mean_by_key",
+    "newest_above_older",
     "percentiles",
     "recall_at_k",
     "refusal_rates",
@@ -60,6 +61,26 @@ def recall_at_k(ranked_episode_ids: Sequence[str], evidence: Sequence[str], k: i
         raise InvalidInputError(f"k must be a positive integer, got {k!r}")
     found = wanted.intersection(ranked_episode_ids[:k])
     return len(found) / len(wanted)
+
+
+def newest_above_older(ranked_episode_ids: Sequence[str], evidence: Sequence[str],
+                       newest: str) -> bool:
+    """Whether ``newest`` (the newest evidence turn) ranks above every other evidence turn;
+    an unranked turn counts as below every ranked one, so an unranked ``newest`` is never
+    above.
+
+    >>> newest_above_older(["b", "x", "a"], ["a", "b"], "b"), newest_above_older(["a"], ["a", "b"], "b")
+    (True, False)
+    """
+    if isinstance(evidence, str) or isinstance(ranked_episode_ids, str):
+        raise InvalidInputError("pass sequences of ids, not a single string")
+    if newest not in evidence:
+        raise InvalidInputError(f"newest {newest!r} is not an evidence turn")
+    ranked = list(ranked_episode_ids)
+    if newest not in ranked:
+        return False
+    at = ranked.index(newest)
+    return all(e == newest or e not in ranked or ranked.index(e) > at for e in set(evidence))
 
 
 def session_recall_at_k(ranked_episode_ids: Sequence[str], session_of: Mapping[str, str],

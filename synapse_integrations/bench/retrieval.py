@@ -48,7 +48,7 @@ from .baselines import BASELINES, FUSION_WEIGHT, BaselineRanker, is_baseline, ne
 from .locomo import load_locomo
 from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval
 from .metrics import DEFAULT_GATE_TAUS, aggregate_recall, mean_by_key, percentiles, \
-    recall_at_k, refusal_rates, refusal_sweep, session_recall_at_k
+    newest_above_older, recall_at_k, refusal_rates, refusal_sweep, session_recall_at_k
 
 __all__ = [
     "BASELINES",
@@ -558,6 +558,15 @@ def _timing(state: RunState, emb: CachingEmbedder, t_start: float) -> dict[str, 
 LME_KEYS: tuple[str, ...] = (*QUESTION_TYPES, ABSTENTION, "pooled")
 
 
+def _newest(q: Any) -> str | None:
+    """The newest of a question's evidence turns (timestamp, then haystack order), when it
+    has two or more."""
+    if len(set(q.evidence)) < 2:
+        return None
+    when = {t.id: (t.timestamp, k) for k, t in enumerate(q.turns)}
+    return max((e for e in set(q.evidence) if e in when), key=when.__getitem__, default=None)
+
+
 def run_longmemeval(
     data: str | Path,
     *,
@@ -577,6 +586,8 @@ def run_longmemeval(
     first ``k`` episodes) and ``"session_recall@k"`` (the share of answer sessions with a
     turn among the first ``k``), each per question type, for ``"abstention"`` and
     ``"pooled"`` over every non-abstention question (``None`` for a key with no question);
+    ``newest_above_older`` (``n``, ``rate``: over the knowledge-update questions with two
+    or more evidence turns, the share whose newest evidence turn ranks above the others);
     ``latency_ms`` (warm). Top level: ``gate`` (abstention questions are the should-refuse
     set), ``best_baseline``, ``first_query_ms``, ``timing_s``. ``progress`` (called like
     ``tqdm(total=..., desc=...)``) shows one bar over the questions.
@@ -593,7 +604,7 @@ def run_longmemeval(
                     (BenchQuestion(q.question_id, q.question, q.category, q.evidence,
                                    q.abstention,
                                    {"sessions": q.answer_session_ids,
-                                    "session_of": q.session_of}),))
+                                    "session_of": q.session_of, "newest": _newest(q)}),))
         for q in ds.questions]
     bar = progress(total=len(memories), desc="questions") if progress else None
     try:
@@ -628,6 +639,10 @@ def run_longmemeval(
                 for r in recs if r.extra["sessions"]), pools)
             entry[f"recall@{k}"] = {key: turn.get(key) for key in keys}
             entry[f"session_recall@{k}"] = {key: sess.get(key) for key in keys}
+        above = [newest_above_older(r.ranked, r.evidence, r.extra["newest"]) for r in recs
+                 if r.category == "knowledge-update" and r.extra.get("newest")]
+        entry["newest_above_older"] = {"n": len(above),
+                                       "rate": sum(above) / len(above) if above else None}
         entry["latency_ms"] = _latency([r.latency_ms for r in recs])
         out["methods"][m] = entry
     gm = _gate_method(methods)

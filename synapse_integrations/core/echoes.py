@@ -102,7 +102,9 @@ def _sources(view: Any) -> np.ndarray:
     """Compiled index of each node's echo source (-1: not an echo, or its source is gone)."""
     out = np.full(view.n, -1, dtype=np.int64)
     for i, meta in enumerate(view.node_values("metadata")):
-        src = (meta or {}).get("echo_of") if isinstance(meta, Mapping) else None
+        if not meta:  # most turns carry no metadata, concepts none at all
+            continue
+        src = meta.get("echo_of") if isinstance(meta, Mapping) else None
         if src is not None and src in view.index:
             out[i] = view.index[src]
     return out

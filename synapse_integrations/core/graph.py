@@ -78,7 +78,8 @@ class Compiled:
     _matrices: dict[tuple[bool, float, float], sp.csr_array] = field(default_factory=dict)
     _pagerank: tuple[dict[str, float], np.ndarray] | None = None
     _derived: dict[str, Any] = field(default_factory=dict)
-    _attrs: dict[str, list[Any]] = field(default_factory=dict)
+    # cached node_values: key -> (name, default, values aligned with ids)
+    _attrs: dict[str, tuple[str, Any, list[Any]]] = field(default_factory=dict)
 
     @classmethod
     def from_arrays(cls, ids: Sequence[str], embeddings: np.ndarray, *, src: Sequence[int],
@@ -108,6 +109,19 @@ class Compiled:
             cached = self._pagerank = (values, vec)
         return cached[1]
 
+    def aligned_cache(self) -> tuple[dict[str, float], np.ndarray] | None:
+        """The last :meth:`aligned` values and vector (None when none was asked)."""
+        return self._pagerank
+
+    def carry_aligned(self, cached: tuple[dict[str, float], np.ndarray] | None,
+                      new: Sequence[str]) -> None:
+        """Take over the :meth:`aligned_cache` of the view this one extends, with the
+        ``new`` ids appended after its own."""
+        if cached is not None:
+            values = cached[0]
+            self._pagerank = (values, np.concatenate(
+                [cached[1], np.array([values.get(n, 0.0) for n in new], dtype=np.float64)]))
+
     def edge_positions(self) -> dict[tuple[int, int], int]:
         """``(src index, dst index) -> position`` in the edge arrays (built once per view)."""
         return self.derived("edge-positions", lambda v: {
@@ -129,7 +143,7 @@ class Compiled:
         """Node attribute ``name`` changed in the graph: drop its cached values and the
         derived structures whose key starts with ``derived_prefix`` (the rest of the view
         stays)."""
-        for key in [k for k in self._attrs if k.split("\x00", 1)[0] == name]:
+        for key in [k for k, (attr, _, _) in self._attrs.items() if attr == name]:
             del self._attrs[key]
         self.drop_derived(derived_prefix)
 
@@ -152,9 +166,21 @@ class Compiled:
         Cached per view."""
         key = f"{name}\x00{default!r}"
         if key not in self._attrs:
-            self._attrs[key] = (self.node_attr(name, default) if self.node_attr is not None
-                                else [default] * self.n)
-        return self._attrs[key]
+            self._attrs[key] = (name, default, self.node_attr(name, default)
+                                if self.node_attr is not None else [default] * self.n)
+        return self._attrs[key][2]
+
+    def cached_attributes(self) -> list[tuple[str, Any, list[Any]]]:
+        """The node attributes read so far through :meth:`node_values`, as ``(name,
+        default, values)`` (what an extended view can carry over instead of reading again)."""
+        return list(self._attrs.values())
+
+    def carry_attributes(self, cached: Iterable[tuple[str, Any, list[Any]]]) -> None:
+        """Seed the :meth:`node_values` cache with values already aligned with :attr:`ids`."""
+        for name, default, values in cached:
+            if len(values) != self.n:
+                raise ValueError(f"{name!r}: {len(values)} values for {self.n} nodes")
+            self._attrs[f"{name}\x00{default!r}"] = (name, default, values)
 
     def propagation(self, *, use_fan_effect: bool, fan_exponent: float = 1.0,
                     fan_in_exponent: float = 0.0) -> sp.csr_array:
@@ -169,9 +195,31 @@ class Compiled:
         return m
 
 
+@dataclass
+class _Delta:
+    """What changed since the compiled view was built, while every change was one the view
+    can take in place of a rebuild: nodes added (in order), edges added, edge weights
+    changed, edges removed, vectors of existing nodes changed. Anything else (a node
+    removed, archived, restored or re-added, a node attribute the view caches) drops the
+    view instead (:meth:`MemoryGraph.invalidate`)."""
+
+    nodes: list[str] = field(default_factory=list)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+    reweighted: set[tuple[str, str]] = field(default_factory=set)
+    removed: set[tuple[str, str]] = field(default_factory=set)
+    vectors: set[str] = field(default_factory=set)
+
+
 class MemoryGraph:
     """Nodes, edges, embeddings and archive of one namespace (not thread-safe by itself:
-    the engine holds the lock)."""
+    the engine holds the lock).
+
+    The compiled view is kept up to date incrementally: a write that only adds turns,
+    concepts and edges, strengthens or prunes edges or moves a concept's vector is recorded
+    as a :class:`_Delta`, and the next :meth:`compiled` extends the previous view's arrays
+    (and the node attributes it had read) instead of reading the whole NetworkX graph
+    again; so the first query after a write costs about what a warm one does.
+    """
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
@@ -185,6 +233,7 @@ class MemoryGraph:
         self.learned: dict[str, dict[tuple[str, str], float]] = {}
         self._seq = 0
         self._compiled: Compiled | None = None
+        self._delta: _Delta | None = None  # changes the compiled view has not taken yet
         # node ids by kind, in graph (insertion) order; derived, kept in step by the
         # mutators below and rebuilt when it disagrees with the graph's node count
         self._kinds: dict[str, dict[str, None]] | None = None
@@ -238,19 +287,38 @@ class MemoryGraph:
         self._seq = max(self._seq, seq)
 
     def invalidate(self) -> None:
+        """Drop the compiled view: the next :meth:`compiled` rebuilds it from the graph."""
         self._compiled = None
+        self._delta = None
+
+    def _pending(self) -> _Delta | None:
+        """The delta to record an appendable change in (None: no view to keep up to date)."""
+        if self._compiled is None:
+            return None
+        if self._delta is None:
+            self._delta = _Delta()
+        return self._delta
 
     # -- mutation -------------------------------------------------------------------------
     def add_node(self, node_id: str, vector: np.ndarray, **attrs: Any) -> None:
         attrs.setdefault("seq", self.next_seq())
+        existed = node_id in self.g
         self._kinds_add(node_id, attrs.get("kind"))
         self.g.add_node(node_id, **attrs)
         self.vectors[node_id] = np.asarray(vector, dtype=np.float32)
-        self.invalidate()
+        delta = None if existed else self._pending()
+        if delta is None:
+            self.invalidate()
+        else:
+            delta.nodes.append(node_id)
 
     def set_vector(self, node_id: str, vector: np.ndarray) -> None:
         self.vectors[node_id] = np.asarray(vector, dtype=np.float32)
-        self.invalidate()
+        delta = self._pending() if node_id in self.g else None
+        if delta is None:
+            self.invalidate()
+        else:
+            delta.vectors.add(node_id)
 
     def add_edge(self, u: str, v: str, *, kind: str, weight: float, **attrs: Any) -> None:
         """Add (or strengthen to the max weight) the edge u -> v. An edge whose weight was
@@ -258,13 +326,19 @@ class MemoryGraph:
         never undone by consolidation seeing the pair again."""
         if u == v:
             return
+        delta = self._pending() if u in self.g and v in self.g else None
         if self.g.has_edge(u, v):
             data = self.g.edges[u, v]
             if weight > data["weight"] and not data.get("learned"):
                 data.update(kind=kind, weight=float(weight), **attrs)
+                if delta is not None:
+                    delta.reweighted.add((u, v))
         else:
             self.g.add_edge(u, v, kind=kind, weight=float(weight), **attrs)
-        self.invalidate()
+            if delta is not None:
+                delta.edges.append((u, v))
+        if delta is None:
+            self.invalidate()
 
     def set_edge_weights(self, edges: Sequence[tuple[str, str]], weights: Sequence[float]) -> int:
         """Set the weight of existing edges ``u -> v`` (a learned update) and mark them
@@ -277,7 +351,7 @@ class MemoryGraph:
             if self.g.has_edge(u, v):
                 self.g.edges[u, v].update(weight=float(w), learned=True)
                 changed.append((u, v, float(w)))
-        c = self._compiled
+        c = self.compiled() if self._compiled is not None else None  # take pending changes
         if changed and c is not None:
             pos = c.edge_positions()
             c.set_weights(np.array([pos[(c.index[u], c.index[v])] for u, v, _ in changed]),
@@ -331,8 +405,9 @@ class MemoryGraph:
             drop = [(u, v) for u, v, d in preds[top_k:] if not d.get("learned")]
             self.g.remove_edges_from(drop)
             removed += len(drop)
-        if removed:
-            self.invalidate()
+            delta = self._pending()
+            if delta is not None:
+                delta.removed.update(drop)
         return removed
 
     def remove_nodes(self, ids: Iterable[str]) -> list[str]:
@@ -404,7 +479,11 @@ class MemoryGraph:
 
     # -- derived state --------------------------------------------------------------------
     def compiled(self) -> Compiled:
-        """Arrays for retrieval; rebuilt only after the graph changed."""
+        """Arrays for retrieval: extended with the changes since it was built
+        (:class:`_Delta`), rebuilt from the graph only after other changes."""
+        if self._compiled is not None and self._delta is not None:
+            self._compiled = self._extend(self._compiled, self._delta)
+            self._delta = None
         if self._compiled is None:
             ids = list(self.g.nodes)
             index = {n: k for k, n in enumerate(ids)}
@@ -426,6 +505,61 @@ class MemoryGraph:
                 node_attr=lambda name, default: [nodes[n].get(name, default) for n in ids],
                 learned=self.learned)
         return self._compiled
+
+    def _extend(self, old: Compiled, delta: _Delta) -> Compiled:
+        """A new view: ``old`` with the delta's nodes appended (graph order), its vectors
+        replaced, edge weights changed, pruned edges dropped and new edges appended; the
+        node attributes ``old`` had read carried over. Equal to a rebuild up to the order
+        of the edge arrays (the propagation operators are canonical sparse matrices, so
+        every kernel computes the same)."""
+        g, nodes = self.g, self.g.nodes
+        new = list(dict.fromkeys(n for n in delta.nodes if n in g))
+        ids = old.ids + new
+        # the old ids keep their positions, so the index grows in place: the one object,
+        # for caches keyed on it (BM25's slot table) that only look up the ids added; the
+        # view this one extends is replaced by it and not used again
+        index = old.index
+        index.update((n, old.n + k) for k, n in enumerate(new))
+        emb = (np.concatenate([old.embeddings, np.stack([self.vectors[n] for n in new])
+                               .astype(np.float32, copy=False)]) if new else old.embeddings.copy())
+        for n in delta.vectors:
+            if n in old.index:
+                emb[old.index[n]] = self.vectors[n]
+        weight = old.weight.copy()
+        keep = np.ones(old.src.size, dtype=bool)
+        if delta.reweighted or delta.removed:
+            key = old.src * len(ids) + old.dst
+            order = np.argsort(key, kind="stable")
+
+            def position(u: str, v: str) -> int:
+                if u not in old.index or v not in old.index:
+                    return -1  # an edge of a node the old view did not have
+                k = old.index[u] * len(ids) + old.index[v]
+                at = int(np.searchsorted(key, k, sorter=order))
+                return int(order[at]) if at < key.size and key[order[at]] == k else -1
+
+            for u, v in delta.removed:
+                at = position(u, v)
+                if at >= 0:
+                    keep[at] = False
+            for u, v in delta.reweighted:
+                at = position(u, v)
+                if at >= 0 and keep[at] and g.has_edge(u, v):
+                    weight[at] = g.edges[u, v]["weight"]
+        added = [(u, v) for u, v in dict.fromkeys(delta.edges) if g.has_edge(u, v)]
+        src = np.concatenate([old.src[keep], np.array([index[u] for u, _ in added], np.int64)])
+        dst = np.concatenate([old.dst[keep], np.array([index[v] for _, v in added], np.int64)])
+        w = np.concatenate([weight[keep], np.array([g.edges[e]["weight"] for e in added],
+                                                    np.float64)])
+        is_ep = np.concatenate([old.is_episode, np.array(
+            [nodes[n].get("kind") == "episode" for n in new], dtype=bool)])
+        view = Compiled(ids, index, emb, src, dst, w, is_ep,
+                        node_attr=lambda name, default: [nodes[n].get(name, default) for n in ids],
+                        learned=self.learned)
+        view.carry_attributes((name, default, values + [nodes[n].get(name, default) for n in new])
+                              for name, default, values in old.cached_attributes())
+        view.carry_aligned(old.aligned_cache(), new)
+        return view
 
     def refresh_pagerank(self, *, damping: float) -> None:
         """Recompute the cached, max-normalised PageRank (done at consolidation)."""

@@ -49,10 +49,12 @@ most :data:`CANDIDATES`), so a write costs one lexical query.
 the same candidates the new turn updates.
 
 **At retrieval** (:func:`rank_versions`): a version and its replacement that are both
-candidates rank together at the better of their two scores, the newest first; for a
-question about the past (:func:`query_tense`: "before", "previous", "used to"...) the
-older first. A superseded version whose replacement was not reached keeps
-``superseded_weight`` of its score (the past: all of it).
+candidates rank together at the better of their two scores, the newest first (its history
+right below it). A superseded version whose replacement was not reached keeps
+``superseded_weight`` of its score; for a question about the past (:func:`query_tense`:
+"before", "previous", "used to"...) all of it. Versions no write linked are found at
+question time (:func:`rank_recent`, ``SynapseConfig.version_recency``): the newest user
+turn that holds most of the question's words is placed above older ones holding no other.
 
 >>> [(sorted(s.values), sorted(s.slot)) for s in statements(
 ...     "I have 2 road bikes. Do you like bikes? Dana has three cats.")]
@@ -72,13 +74,13 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from .echoes import is_role
-from .tokens import STOPWORDS
+from .tokens import STOPWORDS, tokenize
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["CANDIDATES", "LLMReconsolidator", "MIN_OVERLAP", "MIN_SHARED", "Reconsolidator",
            "RuleReconsolidator", "Statement", "is_update", "query_tense", "rank_versions",
-           "reconsolidate", "statements"]
+           "rank_recent", "reconsolidate", "statements"]
 
 #: Earlier episodes (BM25's best for a statement) compared with a new turn.
 CANDIDATES = 8
@@ -88,6 +90,11 @@ MIN_SHARED = 2
 MIN_OVERLAP = 0.4
 #: The share of the smaller statement's IDF mass a change must share with what it replaces.
 CHANGE_OVERLAP = 0.5
+#: Event time (seconds) that must separate two statements of a value for the newer to
+#: supersede the older: within one conversation a new value of the same frame is another
+#: item of a list ("100 more points for a free book", then "50 more points for a free
+#: dessert"), not a change. Changes said with a change verb ("I moved to Denver") need no gap.
+MIN_GAP = 3600.0
 #: How far apart (in the score) a version is placed from the one it is ranked with.
 VERSION_MARGIN = 1e-6
 
@@ -187,6 +194,15 @@ def _stem(word: str) -> str:
         if word.endswith(end) and len(word) - len(end) >= keep:
             return word[:-len(end)]
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _root(word: str) -> str:
+    """A cruder stem for matching a question's words ("move", "moved", "moving": "mov")."""
+    word = word.split("'")[0]
+    for end in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[:-len(end)]
+    return word
 
 
 def _value(token: str) -> str | None:
@@ -295,11 +311,22 @@ class Reconsolidator(Protocol):
 
 
 class RuleReconsolidator:
-    """The offline rule (:func:`is_update` on every pair of statements)."""
+    """The offline rule (:func:`is_update` on every pair of statements); a value restated
+    less than ``min_gap`` seconds of event time after the older turn (both ``ts`` known)
+    supersedes nothing, a change said with a change verb still does.
 
-    def __init__(self, *, min_shared: int = MIN_SHARED, min_overlap: float = MIN_OVERLAP) -> None:
+    >>> rule = RuleReconsolidator()
+    >>> old = {"id": "a", "text": "I need 100 more points for a free book.", "ts": 0.0}
+    >>> new = {"id": "b", "text": "I need 50 more points for a free book.", "ts": 60.0}
+    >>> rule.superseded(new, [old]), rule.superseded({**new, "ts": 86400.0}, [old])
+    ([], ['a'])
+    """
+
+    def __init__(self, *, min_shared: int = MIN_SHARED, min_overlap: float = MIN_OVERLAP,
+                 min_gap: float = MIN_GAP) -> None:
         self.min_shared = min_shared
         self.min_overlap = min_overlap
+        self.min_gap = min_gap
 
     def superseded(self, new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]],
                    idf: Callable[[str], float] | None = None) -> list[str]:
@@ -307,8 +334,11 @@ class RuleReconsolidator:
         out = []
         for c in candidates:
             theirs = statements(c["text"])
+            close = new.get("ts") is not None and c.get("ts") is not None \
+                and new["ts"] - c["ts"] < self.min_gap  # one conversation: a list, not a change
             if any(is_update(a, b, min_shared=self.min_shared, min_overlap=self.min_overlap,
-                             idf=idf) for a in mine for b in theirs):
+                             idf=idf) and not (close and not a.change)
+                   for a in mine for b in theirs):
                 out.append(c["id"])
         return out
 
@@ -429,7 +459,7 @@ def rank_versions(view: Any, cand: np.ndarray, score: np.ndarray, *, weight: flo
     for _ in range(len(pairs)):  # chains of versions settle in at most len(pairs) sweeps
         changed = False
         for j, k in pairs:  # j: the older version, k: its replacement
-            first, second = (j, k) if tense == "past" else (k, j)
+            first, second = k, j  # the newest first, the history right below it
             best = max(score[j], score[k])
             want = (best, best - VERSION_MARGIN)
             if (score[first], score[second]) != want:
@@ -437,4 +467,67 @@ def rank_versions(view: Any, cand: np.ndarray, score: np.ndarray, *, weight: flo
                 changed = True
         if not changed:
             break
+    return score
+
+
+#: The newest user turn holding this share of a question's IDF mass is lifted by
+#: :func:`rank_recent` ...
+RECENT_COVERAGE = 0.6
+#: ... above the older user turns holding at least this share and no other of its words ...
+RECENT_OLDER_SHARE = 0.3
+#: ... among this many best candidates.
+RECENT_WINDOW = 15
+
+
+def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[str], float],
+                query: str, *, tense: str = "neutral", coverage: float = RECENT_COVERAGE,
+                older_share: float = RECENT_OLDER_SHARE,
+                window: int = RECENT_WINDOW) -> np.ndarray:
+    """Versions found at question time (the newest above older ones, whether or not a
+    write linked them). Among the ``window`` best candidates, the user turns (not the
+    assistant's) with an event time are compared by the question's words they hold (by a
+    crude stem, each weighted by ``idf``, the mass being that of the question's words some
+    of them hold). The newest turn holding at least ``coverage`` of the mass is placed
+    right above the best older turn that holds at least ``older_share`` of it and no
+    question word the newest lacks: what the older turn says about the question, the newer
+    says too, later. A question about the past (:func:`query_tense`) is left alone.
+
+    >>> from synapse_integrations.core.graph import Compiled
+    >>> texts = ["user: I earned $350 at the farmers market", "user: the weather was nice",
+    ...          "user: I earned $420 at the farmers market on my latest visit"]
+    >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3), src=[], dst=[], weight=[],
+    ...     is_episode=[True] * 3, attrs={"text": texts, "speaker": ["user"] * 3,
+    ...                                   "ts": [1.0, 2.0, 3.0], "metadata": [{}] * 3})
+    >>> q = "How much did I earn at the farmers market?"
+    >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0, q).round(3)
+    array([0.9, 0.5, 0.9])
+    >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0, q, tense="past")
+    array([0.9, 0.5, 0.4])
+    """
+    score = np.asarray(score, dtype=np.float64).copy()
+    if tense == "past" or cand.size < 2:
+        return score
+    asked: dict[str, str] = {}
+    for t in tokenize(query):
+        asked.setdefault(_root(t), t)
+    texts, speakers = view.node_values("text"), view.node_values("speaker")
+    metas, ts = view.node_values("metadata"), view.node_values("ts")
+    top = [int(j) for j in np.argsort(-score, kind="stable")[:window]]
+    users = [j for j in top if view.is_episode[cand[j]] and ts[cand[j]] is not None
+             and not is_role({"speaker": speakers[cand[j]], "metadata": metas[cand[j]] or {}},
+                             "assistant")]
+    held = {j: {_root(t) for t in tokenize(texts[cand[j]] or "")} & asked.keys() for j in users}
+    weight = {r: idf(t) for r, t in asked.items() if any(r in h for h in held.values())}
+    mass = sum(weight.values())
+    if mass <= 0:
+        return score
+    share = {j: sum(weight[r] for r in held[j]) / mass for j in users}
+    full = [j for j in users if share[j] >= coverage]
+    if not full:
+        return score
+    newest = max(full, key=lambda j: (ts[cand[j]], -j))
+    older = [score[j] for j in users if ts[cand[j]] < ts[cand[newest]]
+             and held[j] <= held[newest] and share[j] >= older_share]
+    if older and score[newest] < max(older):
+        score[newest] = max(older) + VERSION_MARGIN
     return score

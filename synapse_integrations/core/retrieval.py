@@ -32,7 +32,7 @@ from . import echoes, gate, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
-from .reconsolidation import query_tense, rank_versions
+from .reconsolidation import query_tense, rank_recent, rank_versions
 from .state import MemoryState
 from .triggers import tokenize
 from .validation import from_epoch
@@ -232,7 +232,10 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     hybrid = score
     score = _salience(view, cand, score, cfg.low_salience_weight)
     salience = score - hybrid
-    score = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=query_tense(text))
+    tense = query_tense(text)
+    score = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=tense)
+    if cfg.version_recency:  # versions found at question time: the newest above
+        score = rank_recent(view, cand, score, state.bm25.idf, text, tense=tense)
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
     if scope.returnable is None:
