@@ -12,7 +12,7 @@ rejected the query).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -26,6 +26,9 @@ from langchain_core.runnables.config import ensure_config
 
 from ._adapter_utils import item_metadata
 from .types import MemoryEngine, RetrievalResult
+
+if TYPE_CHECKING:
+    from .gate_judge import LLMGateJudge
 
 __all__ = ["GATE_EVENT", "GATE_REJECTED_EVENT", "arecall", "documents", "gate_data", "recall",
            "report_gate", "areport_gate"]
@@ -87,13 +90,18 @@ def _configure(cls: Any, config: RunnableConfig | None) -> Any:
 
 def recall(engine: MemoryEngine, query: str, *, k: int, config: RunnableConfig | None = None,
            name: str = "synapse_recall", kinds: Sequence[str] = ("episode",),
-           include_rejected: bool = False) -> tuple[RetrievalResult, list[Document]]:
+           include_rejected: bool = False, judge: LLMGateJudge | None = None
+           ) -> tuple[RetrievalResult, list[Document]]:
     """Retrieve ``query`` from ``engine`` as a traced retriever run (child of the current
-    run when called inside one). Returns the engine's result and the documents."""
+    run when called inside one); with a ``judge``, what the offline gate accepted is
+    reviewed by it before the gate is reported. Returns the engine's result and the
+    documents."""
     manager = _configure(CallbackManager, config)
     run = manager.on_retriever_start(None, query, name=name)
     try:
         result = engine.retrieve(query, k=k, kinds=tuple(kinds))
+        if judge is not None:
+            result = judge.review(result)
         docs = documents(result, kinds, include_rejected)
         report_gate(run, result)
     except Exception as exc:
@@ -105,13 +113,15 @@ def recall(engine: MemoryEngine, query: str, *, k: int, config: RunnableConfig |
 
 async def arecall(engine: MemoryEngine, query: str, *, k: int,
                   config: RunnableConfig | None = None, name: str = "synapse_recall",
-                  kinds: Sequence[str] = ("episode",), include_rejected: bool = False
-                  ) -> tuple[RetrievalResult, list[Document]]:
+                  kinds: Sequence[str] = ("episode",), include_rejected: bool = False,
+                  judge: LLMGateJudge | None = None) -> tuple[RetrievalResult, list[Document]]:
     """Async twin of :func:`recall`."""
     manager = _configure(AsyncCallbackManager, config)
     run = await manager.on_retriever_start(None, query, name=name)
     try:
         result = await engine.aretrieve(query, k=k, kinds=tuple(kinds))
+        if judge is not None:
+            result = await judge.areview(result)
         docs = documents(result, kinds, include_rejected)
         await areport_gate(run, result)
     except Exception as exc:

@@ -145,6 +145,13 @@ class SynapseConfig:
             (any turn, when none is named) covers at least this share of the attribute
             terms (words memory never saw count as uncovered); 0 (default) switches it off,
             0.01 rejects only when none of them is held in any inflection (docs/gate.md).
+        gate_presence_similarity: for presence, a turn also holds a question word when a
+            concept linked to it has at least this cosine with the word's embedding ("dog"
+            and a "puppy" concept: 0.80; "dog" and "painting": 0.31); 1 matches words only.
+        gate_first_person: the speaker a question in the first person ("my", "I") and
+            naming no speaker is about, for attribution and presence (e.g. ``"user"`` in a
+            chat memory whose turns have speakers ``user``/``assistant``); ``""`` (default)
+            leaves such questions to the topic check and presence over every turn.
 
     Lifecycle (mnemos, seed 004; docs/concepts.md, "Memory lifecycle")
         reconsolidation: a stored turn that restates an attribute with a new value marks
@@ -218,7 +225,9 @@ class SynapseConfig:
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
     gate_attribution_margin: float = 0.05
-    gate_presence_min: float = 0.0
+    gate_presence_min: float = 0.01
+    gate_presence_similarity: float = 0.55
+    gate_first_person: str = ""
 
     # --- lifecycle (mnemos): reconsolidation, surprisal gate, sleep consolidation
     reconsolidation: bool = False
@@ -261,6 +270,7 @@ class SynapseConfig:
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
                      "distinct_similarity_ratio", "gate_presence_min", "surprisal_tau",
+                     "gate_presence_similarity",
                      "low_salience_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")
@@ -282,6 +292,8 @@ class SynapseConfig:
         need(isinstance(self.sleep_seconds, (int, float)) and not isinstance(self.sleep_seconds, bool)
              and math.isfinite(self.sleep_seconds) and 0 <= self.sleep_seconds <= 1e9,
              f"sleep_seconds must be a number of seconds in [0, 1e9], got {self.sleep_seconds!r}")
+        need(isinstance(self.gate_first_person, str),
+             f"gate_first_person must be a speaker name (str), got {self.gate_first_person!r}")
         for name in ("reconsolidation", "surprisal_gate", "sleep_auto", "sleep_archive_sources",
                      "version_recency"):
             need(isinstance(getattr(self, name), bool), f"{name} must be a bool")

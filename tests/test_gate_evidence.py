@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from synapse_integrations import Synapse, SynapseConfig
 from synapse_integrations.core import gate as G
@@ -72,17 +73,71 @@ def test_attribution_rejects_a_question_about_the_wrong_person(mem):
     assert not off.rejected and "attribution_gap" not in off.verdict.signals
 
 
-def test_presence_check_rejects_details_never_said_when_on(mem):
-    cfg = mem.config.replace(gate_presence_min=0.01)
+def test_presence_check_rejects_details_never_said(mem):
+    cfg = mem.config
+    assert cfg.gate_presence_min == 0.01  # on by default
     dog = mem.retrieve("What is Melanie's dog called?", k=3, config=cfg)  # no dog anywhere
     assert dog.rejected and dog.verdict.check == "presence" and "'dog'" in dog.reason
     assert dog.verdict.signals["presence"] == 0.0
     # an inflection of a word memory holds counts as held ("agencies" for "agency")
     assert not mem.retrieve("Which agency does Caroline like?", k=3, config=cfg).rejected
     assert not mem.retrieve("What are Caroline's adoption agencies?", k=3, config=cfg).rejected
-    # off by default: measured, not deciding (a paraphrase, "dog" for "beagle", would be refused)
-    off = mem.retrieve("What is Melanie's dog called?", k=3)
+    # switched off (minimum 0): measured, not deciding
+    off = mem.retrieve("What is Melanie's dog called?", k=3, config=cfg.replace(gate_presence_min=0.0))
     assert not off.rejected and off.verdict.signals["presence"] == 0.0
+
+
+def test_presence_by_meaning_kernels_against_hand_computed_values():
+    # turn 0 links concepts 0 and 1, turn 1 concept 2, turn 2 none
+    links = sp.csr_array(np.array([[1, 1, 0], [0, 0, 1], [0, 0, 0]]))
+    concepts = np.array([[0.6, 0.8], [0.0, 1.0], [1.0, 0.0]])
+    terms = np.array([[1.0, 0.0], [0.0, 1.0]])
+    # cosines term x concept: [[0.6, 0, 1], [0.8, 1, 0]]
+    got = G.semantic_cover(terms, concepts, links, 0.7)
+    assert got.tolist() == [[False, True], [True, False], [False, False]]
+    assert G.semantic_cover(terms, concepts, links, 0.5).tolist() == [[True, True], [True, False],
+                                                                       [False, False]]
+    covered = np.array([[True, False], [True, True], [False, False]])
+    assert G.term_presence(covered, np.array([2.0, 6.0]), np.array([True, False, True])) == (0.25, 0)
+    assert G.term_presence(covered, np.array([2.0, 6.0]), np.array([False, True, False])) == (1.0, 1)
+    assert G.term_presence(covered, np.array([2.0, 6.0]), np.zeros(3, dtype=bool)) == (0.0, -1)
+
+
+def test_presence_matches_paraphrases_by_meaning(embedder):
+    """"dog" is held by a memory of a beagle puppy, not by one of hiking and painting."""
+    cfg = SynapseConfig()  # presence on by default
+    with Synapse(None, namespace="pup", embedder=embedder, config=cfg) as m:
+        m.add_turns([{"text": "I adopted a beagle puppy last week.", "speaker": "user"},
+                     {"text": "Congratulations! What did you name him?", "speaker": "assistant"}])
+        for q in ("Do I have a dog?", "What is my dog called?"):
+            r = m.retrieve(q, k=3)
+            assert not r.rejected, r.reason
+            assert r.verdict.signals["presence"] == 1.0
+        # words only (similarity 1): the paraphrase is refused
+        words = m.retrieve("Do I have a dog?", k=3, config=cfg.replace(gate_presence_similarity=1.0))
+        assert words.rejected and words.verdict.check == "presence"
+    with Synapse(None, namespace="hike", embedder=embedder, config=cfg) as m:
+        m.add_turns([{"text": "Sam: I went hiking in the mountains on Sunday.", "speaker": "Sam"},
+                     {"text": "Dana: I love painting landscapes.", "speaker": "Dana"},
+                     {"text": "Sam: Painting sounds fun, Dana.", "speaker": "Sam"}])
+        r = m.retrieve("What is Sam's dog called?", k=3)
+        assert r.rejected and r.verdict.check == "presence" and "'dog'" in r.reason
+
+
+def test_first_person_questions_can_name_the_user(embedder):
+    """gate_first_person: "my"/"I" questions are about that speaker (off by default)."""
+    with Synapse(None, namespace="fp", embedder=embedder) as m:
+        m.add_turns([{"text": "I ran a charity race last Sunday.", "speaker": "user"},
+                     {"text": "Charity races raise a lot for mental health research.",
+                      "speaker": "assistant"},
+                     {"text": "My sister Ana lives in Lisbon.", "speaker": "user"}])
+        q = "What did I realize after my charity race?"
+        assert "attribution_gap" not in m.retrieve(q, k=3).verdict.signals
+        on = m.retrieve(q, k=3, config=m.config.replace(gate_first_person="user"))
+        assert "attribution_gap" in on.verdict.signals
+        # a speaker the memory does not have changes nothing
+        other = m.retrieve(q, k=3, config=m.config.replace(gate_first_person="Human"))
+        assert "attribution_gap" not in other.verdict.signals
 
 
 def test_config_bounds_and_paper_preset():
@@ -90,6 +145,10 @@ def test_config_bounds_and_paper_preset():
         SynapseConfig(gate_attribution_margin=1.5)
     with pytest.raises(ConfigError, match="gate_presence_min"):
         SynapseConfig(gate_presence_min=-0.1)
+    with pytest.raises(ConfigError, match="gate_presence_similarity"):
+        SynapseConfig(gate_presence_similarity=1.2)
+    with pytest.raises(ConfigError, match="gate_first_person"):
+        SynapseConfig(gate_first_person=None)
     assert SynapseConfig.paper().use_evidence_gate is False
 
 

@@ -200,7 +200,7 @@ class Synapse(AsyncTwins):
         self._state = state = MemoryState(self.config, vectors, self._events)
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
         self._ingestor = Ingestor(state, self._consolidator, self._firewall, lifecycle, tagger)
-        self._retriever = Retriever(state, {"mnemos": {"tagger": tagger}} if tagger else None)
+        self._retriever = Retriever(state, {"mnemos": {"tagger": tagger}} if tagger else None, self._consolidator.names.embed)
         self._eraser = forgetting.Eraser(state, self._snapshots, self._journal, self._consolidator,
                                          self._ingestor.retries, save=self.save)
         if loaded is not None:

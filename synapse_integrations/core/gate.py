@@ -16,8 +16,12 @@ about Sam but never about a dog). Two offline checks read the evidence for that:
   ``gate_attribution_margin`` beyond the best turn about them, the evidence is about
   someone else: rejected.
 * ``presence``: the named speaker's (or, with no one named, any) turn must cover at least
-  ``gate_presence_min`` of the attribute terms, counting words memory never saw as
-  uncovered: a question whose specific words no turn holds is about something never said.
+  ``gate_presence_min`` of the attribute terms' IDF weight (words memory never saw weigh
+  as much as the rarest word). A turn covers a term when it holds it in some inflection,
+  or when a concept linked to it is within cosine ``gate_presence_similarity`` of the
+  term's own embedding ("dog" is held by a turn that mentions a "puppy",
+  :func:`semantic_cover`): a question whose specific words no turn about the person holds,
+  in words or in meaning, is about something never said.
 
 Each check is a pure function of arrays here; :func:`decide` combines them in the order
 topic -> attribution -> presence and says which check failed, on which evidence. The
@@ -37,6 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..types import GateVerdict
 from . import scoring
@@ -47,8 +52,12 @@ if TYPE_CHECKING:
     from .bm25 import BM25Index
     from .graph import Compiled
 
-__all__ = ["FRAME_WORDS", "attribute_terms", "attribution_gap", "decide", "evaluate",
-           "inflections", "named_subjects", "presence", "resolve_terms", "turn_about"]
+__all__ = ["FRAME_WORDS", "attribute_terms", "attribution_gap", "concept_links", "decide",
+           "evaluate", "inflections", "named_subjects", "presence", "resolve_terms",
+           "semantic_cover", "term_presence", "turn_about"]
+
+#: embeds words (one unit row each), e.g. the engine's cached concept-name embedder
+WordVectors = Callable[[Sequence[str]], np.ndarray]
 
 #: Words that frame a question rather than name what it asks about ("What *kind* of ...",
 #: "Did Sam ever *mention* ...", "What is the *name* of ..."): left out of the attribute
@@ -150,6 +159,57 @@ def presence(coverage: np.ndarray, allowed: np.ndarray, seen_share: float) -> tu
     return float(cov[best]) * float(seen_share), best
 
 
+def semantic_cover(term_vecs: np.ndarray, concept_vecs: np.ndarray, links: sp.csr_array,
+                   threshold: float) -> np.ndarray:
+    """``(n, m)`` booleans: turn ``t`` covers term ``j`` by meaning when some concept
+    linked to it (``links``: turns x concepts) has cosine >= ``threshold`` with the term
+    (rows of ``term_vecs`` and ``concept_vecs`` are unit vectors).
+
+    >>> links = sp.csr_array(np.array([[1, 0], [0, 1]]))   # turn 0 -> concept 0, 1 -> 1
+    >>> semantic_cover(np.array([[1.0, 0.0]]), np.array([[0.8, 0.6], [0.0, 1.0]]), links, 0.7)
+    array([[ True],
+           [False]])
+    """
+    terms = np.asarray(term_vecs, dtype=np.float32)
+    if links.shape[1] == 0:
+        return np.zeros((links.shape[0], terms.shape[0]), dtype=bool)
+    close = (terms @ np.asarray(concept_vecs, dtype=np.float32).T) >= threshold  # (m, C)
+    if not close.any():
+        return np.zeros((links.shape[0], terms.shape[0]), dtype=bool)
+    return np.asarray((links @ close.T.astype(np.float64)) > 0)
+
+
+def term_presence(covered: np.ndarray, weights: np.ndarray, allowed: np.ndarray) -> tuple[float, int]:
+    """``(share, position)``: the best share of the terms' ``weights`` one ``allowed`` turn
+    covers (``covered``: turns x terms booleans), and that turn (-1 when none is allowed).
+
+    >>> term_presence(np.array([[True, False], [True, True]]), np.array([1.0, 3.0]),
+    ...               np.array([True, False]))
+    (0.25, 0)
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if not np.any(allowed) or w.sum() <= 0:
+        return 0.0, -1
+    share = np.asarray(covered, dtype=np.float64) @ w / w.sum()
+    best = int(np.argmax(np.where(allowed, share, -1.0)))
+    return float(share[best]), best
+
+
+def concept_links(view: Compiled) -> tuple[np.ndarray, sp.csr_array]:
+    """The vectors of ``view``'s concept nodes (rows) and the turns x concepts matrix of
+    the edges linking each episode to them (cached per view)."""
+    def build(v: Compiled) -> tuple[np.ndarray, sp.csr_array]:
+        is_concept = np.array([k == "concept" for k in v.node_values("kind")], dtype=bool)
+        pos = np.flatnonzero(is_concept)
+        col = np.full(v.n, -1, dtype=np.int64)
+        col[pos] = np.arange(pos.size)
+        keep = v.is_episode[v.src] & is_concept[v.dst]
+        links = sp.csr_array((np.ones(int(keep.sum())), (v.src[keep], col[v.dst[keep]])),
+                             shape=(v.n, pos.size))
+        return np.ascontiguousarray(v.embeddings[pos], dtype=np.float32), links
+    return view.derived("gate.concepts", build)
+
+
 def decide(*, topic_ok: bool, confidence: float, tau: float, signal: str,
            attribution: tuple[float, str, str | None, str | None] | None, margin: float,
            present: tuple[float, str | None, list[str]] | None, presence_min: float) -> GateVerdict:
@@ -198,10 +258,11 @@ def _names(speakers: np.ndarray) -> list[str]:
 
 
 def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
-             confidence: float, eligible: np.ndarray) -> GateVerdict:
+             confidence: float, eligible: np.ndarray, words: WordVectors | None = None) -> GateVerdict:
     """The gate on one retrieval: the topic check on ``confidence``, then (with
     ``cfg.use_evidence_gate``) the attribution and presence checks over the ``eligible``
-    episodes of ``view`` (those the query's filters allow)."""
+    episodes of ``view`` (those the query's filters allow). ``words`` embeds question
+    words for presence's matches by meaning (None: words only)."""
     topic_ok = not scoring.gate(confidence, tau=cfg.gate_tau)
     attribution = present = None
     if topic_ok and cfg.use_evidence_gate:
@@ -213,35 +274,88 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
         else:
             speakers = _names(spk[eligible])
         named = named_subjects(query, speakers)
+        if not named and cfg.gate_first_person in speakers and _FIRST.search(query):
+            named = [cfg.gate_first_person]  # "my", "I": the user asking about themself
         terms = resolve_terms(attribute_terms(query, speakers), bm25.has)
         if terms:
-            cov, used, mass = bm25.coverage(terms, view.index, view.n, eligible)
+            cov, used, _ = bm25.coverage(terms, view.index, view.n, eligible)
             subject = eligible & (spk == named[0]) if len(named) == 1 else eligible
-            if len(named) == 1 and len(speakers) >= 2 and used:
+            if len(named) == 1 and len(speakers) >= 2:
                 # only turns holding some attribute term can decide: whom is each about?
-                hits = np.flatnonzero(eligible & (cov > 0))
-                about = view.derived("gate.about", lambda _: {})
-                texts = view.node_values("text", "")
-                key = tuple(speakers)
-                owned = np.zeros(view.n, dtype=bool)
-                for i in hits.tolist():
-                    if (i, key) not in about:
-                        about[(i, key)] = turn_about(texts[i], spk[i], speakers)
-                    owned[i] = named[0] in about[(i, key)]
+                owned = _about(view, spk, speakers, named[0], eligible & (cov > 0))
                 gap, o, _ = attribution_gap(cov, owned, eligible & ~owned)
-                if o >= 0:
+                if o >= 0 and used:
                     attribution = (gap, named[0], str(spk[o]), view.ids[o])
-                subject = owned  # presence, too, reads the turns about the named person
+                # presence, too, reads the turns about the named person (all of them when
+                # it matches by meaning: a turn may hold none of the words)
+                subject = owned
+                widen = lambda: _about(view, spk, speakers, named[0], eligible)  # noqa: E731
+            else:
+                widen = lambda: subject  # noqa: E731
             # measured always (benchmarks sweep it); it decides when gate_presence_min > 0
-            unseen = len(terms) - len(used)
-            idf_unseen = math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5)
-            seen_share = mass / (mass + unseen * idf_unseen) if mass > 0 else 0.0
-            share, at = presence(cov, subject, seen_share)
+            share, at = _presence(view, bm25, terms, eligible, subject, widen, cfg, words)
             present = (share, view.ids[at] if at >= 0 else None, terms)
     return decide(topic_ok=topic_ok, confidence=confidence, tau=cfg.gate_tau,
                   signal=cfg.gate_signal, attribution=attribution,
                   margin=cfg.gate_attribution_margin, present=present,
                   presence_min=cfg.gate_presence_min)
+
+
+def _about(view: Compiled, spk: np.ndarray, speakers: list[str], name: str,
+           which: np.ndarray) -> np.ndarray:
+    """The positions among ``which`` whose turn is about ``name`` (:func:`turn_about`,
+    cached per view)."""
+    about = view.derived("gate.about", lambda _: {})
+    texts = view.node_values("text", "")
+    key = tuple(speakers)
+    out = np.zeros(view.n, dtype=bool)
+    for i in np.flatnonzero(which).tolist():
+        if (i, key) not in about:
+            about[(i, key)] = turn_about(texts[i], spk[i], speakers)
+        out[i] = name in about[(i, key)]
+    return out
+
+
+def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.ndarray,
+              allowed: np.ndarray, widen: Callable[[], np.ndarray], cfg: SynapseConfig,
+              words: WordVectors | None) -> tuple[float, int]:
+    """Presence's share and turn: each term weighs its IDF over the ``eligible`` turns (a
+    term none holds: the IDF of a word held by none); a turn covers it by an inflection
+    it holds, else (with ``words``, when the words alone leave the share below
+    ``gate_presence_min``) by a linked concept close in meaning; ``allowed`` are the turns
+    that may count, ``widen()`` those that may count by meaning."""
+    weights = np.full(len(terms), math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5))
+    covered = np.zeros((view.n, len(terms)), dtype=bool)
+    for j, term in enumerate(terms):
+        cov, used, mass = bm25.coverage([term], view.index, view.n, eligible)
+        if used:
+            covered[:, j], weights[j] = cov > 0, mass
+    share, at = term_presence(covered, weights, allowed)
+    # by meaning only where the words alone would refuse (it can only raise the share):
+    # most questions never pay for embedding their words
+    if share < cfg.gate_presence_min and words is not None and cfg.gate_presence_similarity < 1.0:
+        allowed = widen()  # the turns that may match by meaning (not only those with words)
+        concepts, links = concept_links(view)
+        # a turn not consolidated yet links no concept: its own words stand in for them
+        bare = np.flatnonzero(allowed & eligible & (np.diff(links.indptr) == 0)).tolist()
+        tokens = view.derived("gate.tokens", lambda _: {})
+        texts = view.node_values("text", "") if bare else []
+        for i in bare:
+            if i not in tokens:
+                tokens[i] = list(dict.fromkeys(tokenize(texts[i])))
+        vocab = list(dict.fromkeys(t for i in bare for t in tokens[i]))
+        vecs = np.asarray(words(terms + vocab), dtype=np.float32)
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        thr = cfg.gate_presence_similarity
+        covered |= semantic_cover(vecs[:len(terms)], concepts, links, thr) & eligible[:, None]
+        if vocab:
+            col = {t: k for k, t in enumerate(vocab)}
+            pairs = [(i, col[t]) for i in bare for t in tokens[i]]
+            own = sp.csr_array((np.ones(len(pairs)), tuple(np.array(pairs).T)),
+                               shape=(view.n, len(vocab)))
+            covered |= semantic_cover(vecs[:len(terms)], vecs[len(terms):], own, thr) & eligible[:, None]
+        share, at = term_presence(covered, weights, allowed)
+    return share, at
 
 
 _FIRST = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|us)\b", re.I)

@@ -384,9 +384,11 @@ class Retriever:
     """Runs the pipeline on one memory; keeps one instance of each model it used."""
 
     def __init__(self, state: MemoryState,
-                 options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                 options: Mapping[str, Mapping[str, Any]] | None = None,
+                 words: gate.WordVectors | None = None) -> None:
         self.state = state
         self.options = dict(options or {})  # model name -> what its factory is given
+        self.words = words  # embeds question words for the gate's presence check
         self._models: dict[str, RetrievalModel] = {}
 
     def model(self, name: str) -> RetrievalModel:
@@ -429,7 +431,8 @@ class Retriever:
         verdict = None
         if cfg.use_gate:  # topic, attribution and presence checks (core/gate.py)
             turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
-            verdict = gate.evaluate(view, self.state.bm25, query, cfg, confidence, turns)
+            verdict = gate.evaluate(view, self.state.bm25, query, cfg, confidence, turns,
+                                    self.words)
         rejected = verdict is not None and verdict.rejected
         if cfg.entity_feedback and cfg.use_graph:
             found = feedback_entities(self.state, view, run, cfg.entity_feedback, query)

@@ -20,6 +20,7 @@ from .._adapter_utils import (
     resolve_engine,
 )
 from ..errors import NodeNotFoundError, SynapseError
+from ..gate_judge import LLMGateJudge
 from ..types import MemoryEngine, RetrievalResult
 
 require("langchain", "langchain")
@@ -78,15 +79,19 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         record: record finished turns (set False for read-only memory).
         roles: which sides of a turn are recorded: ``("user", "assistant")`` (default),
             ``("user",)``, or a callable ``(role, text) -> bool``.
+        judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any chat
+            model) that reviews what the offline gate accepted before the model sees it.
     """
 
     def __init__(self, engine: EngineSource, *, k: int = 5, record: bool = True,
                  roles: Roles = ROLES,
                  namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
                  user_speaker: str = "user", ai_speaker: str = "assistant",
-                 header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT) -> None:
+                 header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT,
+                 judge: LLMGateJudge | None = None) -> None:
         super().__init__()
         self.engine = engine
+        self.judge = judge
         self.k = k
         self.record = record
         self.roles = roles
@@ -104,7 +109,8 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return handler(request)
-        result, _ = recall(_engine(self.engine, self.namespace_keys), human.text, k=self.k)
+        result, _ = recall(_engine(self.engine, self.namespace_keys), human.text, k=self.k,
+                           judge=self.judge)
         return handler(self._with_memories(request, result))
 
     async def awrap_model_call(self, request: ModelRequest,
@@ -113,7 +119,8 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return await handler(request)
-        result, _ = await arecall(_engine(self.engine, self.namespace_keys), human.text, k=self.k)
+        result, _ = await arecall(_engine(self.engine, self.namespace_keys), human.text, k=self.k,
+                                  judge=self.judge)
         return await handler(self._with_memories(request, result))
 
     # record -------------------------------------------------------------------------------
@@ -139,9 +146,10 @@ class SynapseMemoryMiddleware(AgentMiddleware):
 
 
 def _listing(result: RetrievalResult, empty: str) -> str:
-    """Search results as lines with their ids (what update_memory/forget_memory take)."""
+    """Search results as lines with their ids (what update_memory/forget_memory take); with
+    none, ``empty`` and why an evidence check or the judge rejected the query."""
     if not result.accepted:
-        return empty
+        return format_memories(result, empty=empty)
     lines = format_memories(result).splitlines()
     return "\n".join(f"{line} (id: {it.id})" for line, it in zip(lines, result.accepted))
 
@@ -155,7 +163,7 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                          namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
                          speaker: str = "memory", empty_text: str = DEFAULT_EMPTY_TEXT,
                          include: Sequence[str] = ("search", "save", "update", "forget"),
-                         ) -> list[BaseTool]:
+                         judge: LLMGateJudge | None = None) -> list[BaseTool]:
     """Memory tools for any tool-calling agent: ``search_memory``, ``save_memory``,
     ``update_memory`` and ``forget_memory``, each on the caller's memory (with an
     ``EnginePool``: the run's namespace from ``config["configurable"]``); and, when
@@ -168,7 +176,9 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
     ``Synapse.update``); ``forget_memory(ids)`` erases memories for good. Both refuse ids
     that are not in this memory (the agent can only change what a search showed it).
     ``include`` picks the tools (e.g. ``("search", "save")`` for an agent that must not
-    change memory). Each search is a traced retriever run, like every recall.
+    change memory). Each search is a traced retriever run, like every recall; with a
+    ``judge`` (:class:`~synapse_integrations.gate_judge.LLMGateJudge`), any chat model
+    reviews what the offline gate accepted before the search lists it.
 
     >>> search, save, update, forget = create_synapse_tools(mem)     # doctest: +SKIP
     >>> save.invoke({"text": "Sam is allergic to peanuts"})          # doctest: +SKIP
@@ -181,10 +191,11 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
         return _engine(engine, namespace_keys)
 
     def search_memory(query: str) -> str:
-        return _listing(recall(mem(), query, k=k, name="search_memory")[0], empty_text)
+        return _listing(recall(mem(), query, k=k, name="search_memory", judge=judge)[0], empty_text)
 
     async def asearch_memory(query: str) -> str:
-        return _listing((await arecall(mem(), query, k=k, name="search_memory"))[0], empty_text)
+        return _listing((await arecall(mem(), query, k=k, name="search_memory", judge=judge))[0],
+                        empty_text)
 
     def save_memory(text: str) -> str:
         return f"Saved memory {mem().add_turn(text, speaker=speaker)}"

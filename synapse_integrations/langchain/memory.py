@@ -17,6 +17,7 @@ from .._adapter_utils import (
 require("langchain_classic", "langchain")
 
 from .._lc_recall import arecall, recall  # noqa: E402
+from ..gate_judge import LLMGateJudge  # noqa: E402
 
 from langchain_classic.base_memory import BaseMemory  # noqa: E402
 from langchain_core.messages import SystemMessage  # noqa: E402
@@ -33,7 +34,9 @@ class SynapseMemory(BaseMemory):
     ``ai_prefix``; ``roles`` chooses which), each under an id derived from the exchange (input and
     output), so saving the same turn again (a replay) stores nothing twice; ``load_memory_variables`` retrieves memories for the input and returns them
     under ``memory_key``: a text block, or with ``return_messages=True`` one ``SystemMessage``
-    (nothing at all when the gate rejected the query). ``clear`` forgets everything.
+    (nothing at all when the gate rejected the query). ``clear`` forgets everything. An
+    optional ``judge`` (:class:`~synapse_integrations.gate_judge.LLMGateJudge`, any chat
+    model) reviews what the offline gate accepted.
 
     >>> memory = SynapseMemory(engine=mem, k=5)                         # doctest: +SKIP
     >>> memory.save_context({"input": "I love Lisbon"}, {"output": "Noted!"})  # doctest: +SKIP
@@ -53,6 +56,7 @@ class SynapseMemory(BaseMemory):
     return_messages: bool = False
     empty_text: str = DEFAULT_EMPTY_TEXT
     roles: Any = Field(default=ROLES, description="Roles recorded, or a callable (role, text) -> bool.")
+    judge: LLMGateJudge | None = Field(default=None, description="Optional LLMGateJudge reviewing accepted results.")
 
     @property
     def memory_variables(self) -> list[str]:
@@ -86,10 +90,11 @@ class SynapseMemory(BaseMemory):
         return {self.memory_key: format_memories(result, empty=self.empty_text)}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        return self._variables(recall(self.engine, self._query(inputs), k=self.k)[0])
+        return self._variables(recall(self.engine, self._query(inputs), k=self.k, judge=self.judge)[0])
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        return self._variables((await arecall(self.engine, self._query(inputs), k=self.k))[0])
+        return self._variables((await arecall(self.engine, self._query(inputs), k=self.k,
+                                              judge=self.judge))[0])
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         turns = self._turns(inputs, outputs)

@@ -22,6 +22,7 @@ from .._adapter_utils import (
     require,
     resolve_engine,
 )
+from ..gate_judge import LLMGateJudge
 from ..types import MemoryEngine, RetrievalResult
 
 require("langgraph", "langgraph")
@@ -158,6 +159,9 @@ class SynapseMemoryNodes:
         user_speaker / ai_speaker: speakers recorded for the two sides of a turn.
         roles: which sides are recorded: ``("user", "assistant")`` (default), ``("user",)``,
             or a callable ``(role, text) -> bool``.
+        judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any chat
+            model) that reviews what the offline gate accepted before :attr:`recall`
+            writes it.
         used_key: a state key where your model node puts the ids of the recalled memories
             its answer used (e.g. ``"memories_used"`` of :class:`SynapseMemoryState`, from
             citations or structured output). When set and present, :attr:`record` also
@@ -170,10 +174,12 @@ class SynapseMemoryNodes:
                  namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
                  user_speaker: str = "user", ai_speaker: str = "assistant",
                  roles: Roles = ROLES, used_key: str | None = None,
-                 header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT) -> None:
+                 header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT,
+                 judge: LLMGateJudge | None = None) -> None:
         if used_key is not None and not isinstance(used_key, str):
             raise TypeError(f"used_key must be a state key (str) or None, got {used_key!r}")
         self.engine = engine
+        self.judge = judge
         self.used_key = used_key
         self.roles = roles
         self.k = k
@@ -241,12 +247,14 @@ class SynapseMemoryNodes:
 
     def _recall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
-        result = recall(self.engine_for(config), query, k=self.k, config=config)[0] if query else None
+        result = recall(self.engine_for(config), query, k=self.k, config=config,
+                        judge=self.judge)[0] if query else None
         return self._update(state, result)
 
     async def _arecall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
-        result = (await arecall(self.engine_for(config), query, k=self.k, config=config))[0] \
+        result = (await arecall(self.engine_for(config), query, k=self.k, config=config,
+                                judge=self.judge))[0] \
             if query else None
         return self._update(state, result)
 

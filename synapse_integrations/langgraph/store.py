@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._adapter_utils import EnginePool, list_episodes, namespace_key, require
+from ..gate_judge import LLMGateJudge
 from ..pool import escape_value, parse_namespace_key, unescape_value
 
 require("langgraph", "langgraph")
@@ -174,6 +175,9 @@ class SynapseStore(BaseStore):
         prefix: engine-namespace prefix that keeps the store's memories apart from others in
             the same folder.
         gate: honour the uncertainty gate in query searches.
+        judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any chat
+            model) that reviews what the offline gate accepted in query searches (with
+            ``gate``; ``abatch`` runs it in the worker thread like the rest of a batch).
         index_fields: default paths of the text to index (LangGraph path syntax, e.g.
             ``["content", "tags[*]"]``); ``None`` indexes every string in the value.
         **engine_kwargs: passed to each ``Synapse(...)`` when ``path`` is not a pool
@@ -184,7 +188,7 @@ class SynapseStore(BaseStore):
 
     def __init__(self, path: str | Path | EnginePool | None = None, *, prefix: str = "store",
                  gate: bool = True, index_fields: Sequence[str] | None = None,
-                 **engine_kwargs: Any) -> None:
+                 judge: LLMGateJudge | None = None, **engine_kwargs: Any) -> None:
         if isinstance(path, EnginePool):
             if engine_kwargs:
                 raise TypeError("pass engine options to the EnginePool, not to SynapseStore")
@@ -195,6 +199,7 @@ class SynapseStore(BaseStore):
             raise ValueError("prefix must be a name of letters, digits, '_' and '-'")
         self.prefix = prefix
         self.gate = gate
+        self.judge = judge
         self.index_fields = None if index_fields is None else list(index_fields)
         self._lock = threading.RLock()
         self._stored: set[str] | None = None
@@ -288,6 +293,8 @@ class SynapseStore(BaseStore):
                 if size == 0:
                     continue
                 result = engine.retrieve(op.query, k=size)
+                if self.judge is not None and self.gate:
+                    result = self.judge.review(result)
                 if result.rejected and self.gate:
                     continue
                 best: dict[str, tuple[float, dict[str, Any]]] = {}

@@ -86,6 +86,8 @@ class SynapseMemoryBlock(BaseMemoryBlock[str]):
             ``("user",)``, or a callable ``(role, text) -> bool``. System and tool messages
             are never recorded.
         record_history: record the messages each read shows (True), or only the flushed ones.
+        judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any
+            LangChain chat model) that reviews what the offline gate accepted.
     """
 
     engine: Any = Field(description="A Synapse, an EnginePool or a callable namespace -> Synapse.")
@@ -97,6 +99,7 @@ class SynapseMemoryBlock(BaseMemoryBlock[str]):
     user_id: str | None = None
     namespace_keys: tuple[str, ...] = ("user_id", "session_id")
     record_history: bool = True
+    judge: Any = Field(default=None, description="Optional LLMGateJudge reviewing accepted results.")
 
     def engine_for(self, session_id: str | None = None, user_id: str | None = None) -> MemoryEngine:
         """The memory used for this session / user."""
@@ -114,6 +117,8 @@ class SynapseMemoryBlock(BaseMemoryBlock[str]):
         """Retrieve ``query`` as a LlamaIndex retrieval span (start, gate, end events)."""
         dispatcher.event(RetrievalStartEvent(str_or_query_bundle=query))
         result = await engine.aretrieve(query, k=self.k)
+        if self.judge is not None:
+            result = await self.judge.areview(result)
         dispatcher.event(gate_event(result))
         dispatcher.event(RetrievalEndEvent(str_or_query_bundle=query, nodes=to_nodes(result)))
         return result

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from .._adapter_utils import feedback_engine, item_metadata, memory_ids, require
+from ..gate_judge import LLMGateJudge
 from ..types import FeedbackReport, MemoryEngine, RetrievalResult
 
 require("llama_index.core", "llamaindex")
@@ -89,6 +90,8 @@ class SynapseRetriever(BaseRetriever):
         kinds: which node kinds to return: the memories (``"episode"``, default), and the
             concept nodes that link them too with ``("episode", "concept")``.
         include_rejected: return the ranked items even when the gate rejected the query.
+        judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any
+            LangChain chat model) that reviews what the offline gate accepted (sync and async).
 
     After an answer, :meth:`feedback` tells the memory which nodes it used (a query
     engine's ``response.source_nodes``, say) and which it did not (``Synapse.feedback``).
@@ -96,20 +99,25 @@ class SynapseRetriever(BaseRetriever):
 
     def __init__(self, engine: MemoryEngine, k: int = 10, *, kinds: tuple[str, ...] = ("episode",),
                  include_rejected: bool = False, callback_manager: CallbackManager | None = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, judge: LLMGateJudge | None = None) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.engine = engine
+        self.judge = judge
         self.k = k
         self.kinds = tuple(kinds)
         self.include_rejected = include_rejected
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = self.engine.retrieve(query_bundle.query_str, k=self.k, kinds=self.kinds)
+        if self.judge is not None:
+            result = self.judge.review(result)
         dispatcher.event(gate_event(result))
         return to_nodes(result, kinds=self.kinds, include_rejected=self.include_rejected)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         result = await self.engine.aretrieve(query_bundle.query_str, k=self.k, kinds=self.kinds)
+        if self.judge is not None:
+            result = await self.judge.areview(result)
         dispatcher.event(gate_event(result))
         return to_nodes(result, kinds=self.kinds, include_rejected=self.include_rejected)
 
