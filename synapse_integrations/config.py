@@ -235,7 +235,7 @@ class SynapseConfig:
     surprisal_tau: float = 0.3
     surprisal_window: int = 10
     low_salience_weight: float = 0.8
-    sleep_auto: bool = False
+    sleep_auto: bool = True
     sleep_episodes: int = 10
     sleep_seconds: float = 3600.0
     sleep_archive_sources: bool = False

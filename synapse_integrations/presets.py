@@ -31,6 +31,7 @@ PAPER_DEFAULTS: dict[str, Any] = {
     "gate_signal": "activation",
     "gate_tau": 0.12,
     "use_evidence_gate": False,
+    "sleep_auto": False,
 }
 
 #: The ablation rows of the paper's Table 3: each switches one mechanism off.
@@ -47,6 +48,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-lexical": {"weight_lexical": 0.0},
     "no-distinct": {"weight_distinct": 0.0},
     "no-evidence-gate": {"use_evidence_gate": False},
+    "no-sleep": {"sleep_auto": False},
 }
 
 #: Options that are off by default, measured by the benchmarks as methods of their own.

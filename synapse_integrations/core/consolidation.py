@@ -173,7 +173,8 @@ class Consolidator:
             return 0, 0
         created, merged, touched = self._link_concepts(concepts, turn_ids, (), scope="mentions")
         self.state.write_concept_vectors(list(touched))
-        self.state.prune_incoming(list(touched), self.state.config.prune_top_k)
+        # the sources gain an edge from each fact: they keep the strongest prune_top_k too
+        self.state.prune_incoming(list(touched) + list(turn_ids), self.state.config.prune_top_k)
         self.state.stale_pagerank = True
         return created, merged
 

@@ -22,7 +22,7 @@ id): weight}}``, persisted with the graph and handed to the models through the v
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,13 +256,21 @@ class MemoryGraph:
         consolidation asks for the concepts once per window."""
         if kind is None:
             return list(self.g.nodes)
+        return list(self._kind_index().get(kind, ()))
+
+    def newest_first(self, kind: str) -> Iterator[str]:
+        """Active node ids of one ``kind``, the most recently added first: a lazy walk, for
+        callers that need only the newest few (the sleep buffer)."""
+        return reversed(self._kind_index().get(kind, {}))
+
+    def _kind_index(self) -> dict[str, dict[str, None]]:
         kinds = self._kinds
         if kinds is None or sum(map(len, kinds.values())) != self.g.number_of_nodes():
             kinds = {}
             for n, d in self.g.nodes(data=True):
                 kinds.setdefault(d["kind"], {})[n] = None
             self._kinds = kinds
-        return list(kinds.get(kind, ()))
+        return kinds
 
     def _kinds_add(self, node_id: str, kind: str) -> None:
         if self._kinds is not None:

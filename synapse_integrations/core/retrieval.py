@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "Spikes", "
 
 #: Concept types that are not named entities, for ``entity_feedback`` (the offline
 #: extractor's key phrases).
-NOT_ENTITY_TYPES = frozenset({"Topic"})
+NOT_ENTITY_TYPES = frozenset({"Topic", "Fact"})  # facts (sleep) are sentences, not names
 
 
 #: What retrieve() returns by default: memories, not the concepts that found them.

@@ -152,15 +152,20 @@ def due(state: Any, cfg: Any) -> bool:
     ``sleep_seconds`` of event time since the last sleep."""
     if not cfg.sleep_auto:
         return False
-    buffer = _buffer(state)
-    if len(buffer) < cfg.sleep_episodes:
+    # checked after every stored turn: walk back from the newest episode only as far as
+    # the last sleep (episodes are added in creation order), not over the whole graph
+    mark = state.slept.get("seq", 0)
+    g = state.graph
+    times = []
+    for n in g.newest_first("episode"):
+        d = g.node(n)
+        if d.get("seq", 0) <= mark:
+            break
+        times.append(d.get("ts") or d.get("ingest_ts") or 0.0)
+    if len(times) < cfg.sleep_episodes:
         return False
-    newest = max((b.get("ts") or b.get("ingest_ts") or 0.0) for b in buffer)
     last = state.slept.get("ts")
-    if last is None:
-        oldest = min((b.get("ts") or b.get("ingest_ts") or 0.0) for b in buffer)
-        return newest - oldest >= cfg.sleep_seconds
-    return newest - last >= cfg.sleep_seconds
+    return max(times) - (min(times) if last is None else last) >= cfg.sleep_seconds
 
 
 def _buffer(state: Any) -> list[dict[str, Any]]:
