@@ -195,6 +195,12 @@ class Compiled:
         return m
 
 
+def _attribute_reader(nodes: Any, ids: list[str]) -> Callable[[str, Any], list[Any]]:
+    """``Compiled.node_attr`` for a view of the graph's ``nodes``: an attribute of every
+    node of ``ids``, in order."""
+    return lambda name, default: [nodes[n].get(name, default) for n in ids]
+
+
 @dataclass
 class _Delta:
     """What changed since the compiled view was built, while every change was one the view
@@ -510,8 +516,7 @@ class MemoryGraph:
             nodes = self.g.nodes
             self._compiled = Compiled(
                 ids, index, emb, src, dst, w, is_ep,
-                node_attr=lambda name, default: [nodes[n].get(name, default) for n in ids],
-                learned=self.learned)
+                node_attr=_attribute_reader(nodes, ids), learned=self.learned)
         return self._compiled
 
     def _extend(self, old: Compiled, delta: _Delta) -> Compiled:
@@ -562,8 +567,7 @@ class MemoryGraph:
         is_ep = np.concatenate([old.is_episode, np.array(
             [nodes[n].get("kind") == "episode" for n in new], dtype=bool)])
         view = Compiled(ids, index, emb, src, dst, w, is_ep,
-                        node_attr=lambda name, default: [nodes[n].get(name, default) for n in ids],
-                        learned=self.learned)
+                        node_attr=_attribute_reader(nodes, ids), learned=self.learned)
         view.carry_attributes((name, default, values + [nodes[n].get(name, default) for n in new])
                               for name, default, values in old.cached_attributes())
         view.carry_aligned(old.aligned_cache(), new)
