@@ -20,18 +20,10 @@ from synapse_integrations.core.feedback import path_nodes
 from synapse_integrations.core.graph import MemoryGraph
 from synapse_integrations.core.models.evermind import with_learned_weights
 
-TURNS = [
-    "Sam: I went skiing in Whistler with Dana last winter.",
-    "Dana: The ski lift at Whistler broke down on our second day.",
-    "Sam: We stayed in a small cabin near the Whistler village.",
-    "Dana: My sister is studying veterinary medicine in Guelph.",
-    "Sam: Guelph has a great vet school, she must be thrilled.",
-    "Dana: I adopted a grey cat named Pixel from the shelter.",
-    "Sam: Pixel the cat keeps knocking my coffee off the desk.",
-    "Dana: Our team shipped the billing service on Friday.",
-    "Sam: The billing service release had a nasty rounding bug.",
-    "Dana: I am learning to bake sourdough bread on weekends.",
-]
+from _adapter_data import MODEL_TURNS
+
+
+TURNS = MODEL_TURNS
 
 EVERMIND = SynapseConfig(model="evermind", model_params={"evermind": {"floor": 0.0}})
 

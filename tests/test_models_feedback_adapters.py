@@ -12,14 +12,9 @@ from synapse_integrations._adapter_utils import feedback_engine, memory_ids
 
 pytest.importorskip("langchain_core")
 
-TURNS = [
-    "Sam: I went skiing in Whistler with Dana last winter.",
-    "Dana: The ski lift at Whistler broke down on our second day.",
-    "Sam: We stayed in a small cabin near the Whistler village.",
-    "Dana: My sister is studying veterinary medicine in Guelph.",
-    "Sam: Guelph has a great vet school, she must be thrilled.",
-    "Dana: I adopted a grey cat named Pixel from the shelter.",
-]
+from _adapter_data import MODEL_TURNS  # noqa: E402
+
+TURNS = MODEL_TURNS[:6]
 CFG = SynapseConfig(model="evermind", model_params={"evermind": {"floor": 0.0}})
 
 

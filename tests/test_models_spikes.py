@@ -9,16 +9,12 @@ import pytest
 from synapse_integrations import InvalidInputError, Synapse, SynapseConfig
 from synapse_integrations.core.models.synaptic import MAX_SPIKES, spike_trains
 
+from _adapter_data import MODEL_TURNS
+
 DAY = 86400.0
 T0 = 1.7e9
-TURNS = [
-    "Sam: I went skiing in Whistler with Dana last winter.",
-    "Dana: The ski lift at Whistler broke down on our second day.",
-    "Sam: We stayed in a small cabin near the Whistler village.",
-    "Dana: My sister is studying veterinary medicine in Guelph.",
-    "Sam: Guelph has a great vet school, she must be thrilled.",
-    "Dana: I adopted a grey cat named Pixel from the shelter.",
-]
+
+TURNS = MODEL_TURNS[:6]
 SYNAPTIC = SynapseConfig(model="synaptic")
 
 
