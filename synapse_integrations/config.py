@@ -31,6 +31,7 @@ from .presets import ABLATIONS, PAPER_DEFAULTS
 TimeUnit = Literal["seconds", "minutes", "hours", "days"]
 GateSignal = Literal["activation", "similarity", "score"]
 AbstractionScope = Literal["mentions", "window"]
+FactRole = Literal["evidence", "anchor"]
 
 #: Upper bounds of the integer fields: each is far above any useful value and low enough
 #: that a config (also one read back from a tampered snapshot) cannot hang retrieval or
@@ -166,6 +167,11 @@ class SynapseConfig:
             episodes and ``sleep_seconds`` of event time have passed since the last sleep
             (``Synapse.sleep()`` runs it on demand); ``sleep_archive_sources`` archives the
             episodes a fact was drawn from (restorable).
+        fact_role: how sleep's facts take part in retrieval: ``"evidence"`` (default) an
+            episode is as close to the question as the closest fact drawn from it, and
+            facts are not anchors; ``"anchor"`` facts are concepts like any other
+            (anchors, spreaders). Facts are returned only with ``kinds`` holding
+            ``"concept"`` either way.
 
     Switches (for the paper's ablations)
         use_bm25, use_dense, use_graph, use_activation, use_fan_effect, use_inhibition,
@@ -239,6 +245,7 @@ class SynapseConfig:
     sleep_episodes: int = 10
     sleep_seconds: float = 3600.0
     sleep_archive_sources: bool = False
+    fact_role: FactRole = "evidence"
 
     # --- mechanism switches
     use_bm25: bool = True
@@ -316,6 +323,8 @@ class SynapseConfig:
                                                           + self.weight_lexical)
         need(self.gate_tau <= top, f"gate_tau must be at most {top:g} (the largest "
                                    f"{self.gate_signal} a memory can have), got {self.gate_tau!r}")
+        need(self.fact_role in ("evidence", "anchor"),
+             f"fact_role must be 'evidence' or 'anchor', got {self.fact_role!r}")
         need(self.temporal_unit in _SECONDS_PER_UNIT,
              f"temporal_unit must be one of {sorted(_SECONDS_PER_UNIT)}, got {self.temporal_unit!r}")
         need(self.abstraction_scope in ("mentions", "window"),

@@ -107,3 +107,47 @@ def test_bad_input_is_a_clear_error() -> None:
         SynapseConfig(sleep_seconds=-1)
     with pytest.raises(ConfigError, match="sleep_episodes"):
         SynapseConfig(sleep_episodes=0)
+
+
+LONG_TURNS = [
+    {"text": "We walked around the harbour market all morning, argued about lunch, bought "
+             "bread and cheese, and watched the ferries come in. I adopted a grey cat named "
+             "Pepper.", "speaker": "Sam", "id": "long", "timestamp": "2024-05-01T08:00:00Z"},
+    {"text": "The ferries were late again because of the wind.", "speaker": "Ana",
+     "id": "ferry", "timestamp": "2024-05-01T09:00:00Z"},
+]
+
+
+def _pepper(mem) -> str:
+    return next(n for n, d in _facts(mem).items() if "Pepper" in d["name"])
+
+
+def test_a_fact_is_its_sources_evidence_not_an_anchor() -> None:
+    """fact_role="evidence" (default): the long turn is as close to the question as its
+    one matching sentence (the fact drawn from it), and the fact does not anchor;
+    "anchor" lets the fact anchor and leaves the turn at its own cosine."""
+    cfg = SynapseConfig(consolidation_interval=0, sleep_auto=False)
+    assert cfg.fact_role == "evidence"
+    question = "Sam adopted a grey cat named Pepper"
+    kinds = ("episode", "concept")
+    with Synapse(embedder=HashingEmbedder(), config=cfg) as mem:
+        mem.add_turns(LONG_TURNS)
+        mem.sleep()
+        fid = _pepper(mem)
+        anchor = {it.id: it for it in mem.retrieve(question, k=10, kinds=kinds,
+                                                   config=cfg.replace(fact_role="anchor")).items}
+        evidence = {it.id: it for it in mem.retrieve(question, k=10, kinds=kinds).items}
+        own, fact = anchor["long"].components.similarity, anchor[fid].components.similarity
+        assert fact > own + 0.1  # the sentence matches far better than the whole turn
+        assert anchor[fid].components.dense_rank is not None
+        assert evidence["long"].components.similarity == pytest.approx(fact, abs=1e-6)
+        assert fid not in evidence or (evidence[fid].components.dense_rank is None
+                                       and evidence[fid].components.bm25_rank is None)
+        # the ferry turn has no fact: its cosine is its own either way
+        assert evidence["ferry"].components.similarity == pytest.approx(
+            anchor["ferry"].components.similarity, abs=1e-6)
+
+
+def test_fact_role_is_validated() -> None:
+    with pytest.raises(ConfigError, match="fact_role"):
+        SynapseConfig(fact_role="rival")

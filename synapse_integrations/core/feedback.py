@@ -43,7 +43,7 @@ from ..errors import InvalidInputError, InvalidTypeError, NodeNotFoundError
 from ..types import FeedbackReport
 from .models import LearnsEdges
 from .models.evermind import feedback_signal, learn_edge_weights
-from .retrieval import Retriever, run_pass
+from .retrieval import Retriever, cosines, run_pass
 from .state import MemoryState
 from .validation import check_query
 
@@ -118,7 +118,7 @@ def learn(state: MemoryState, retriever: Retriever, query: str, qv: np.ndarray,
                               else model.learnable_edges(state.compiled(), cfg).graph,
                               used, unused)
     view = state.compiled()
-    sim = np.clip(view.embeddings @ qv, -1.0, 1.0)
+    sim = cosines(view, qv, cfg)
     run = run_pass(view, state, cfg, model, query, qv, sim, cfg.top_k)
     parents = None if run is None else run.parents
     active = np.zeros(0, dtype=np.int64) if run is None else run.cand[run.activation > 0]

@@ -33,16 +33,17 @@ from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
 from .reconsolidation import query_tense, rank_recent, rank_versions
+from .sleep import FACT_TYPE, lend_similarity
 from .state import MemoryState
 from .triggers import tokenize
 from .validation import from_epoch
 
 __all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "Spikes", "RetrievalSteps", "Retriever", "build_item",
-           "feedback_entities", "run_pass", "scope_of", "triggers"]
+           "cosines", "feedback_entities", "run_pass", "scope_of", "triggers"]
 
 #: Concept types that are not named entities, for ``entity_feedback`` (the offline
 #: extractor's key phrases).
-NOT_ENTITY_TYPES = frozenset({"Topic", "Fact"})  # facts (sleep) are sentences, not names
+NOT_ENTITY_TYPES = frozenset({"Topic", FACT_TYPE})  # facts (sleep) are sentences, not names
 
 
 #: What retrieve() returns by default: memories, not the concepts that found them.
@@ -161,6 +162,36 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
+def _facts(view: Compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which nodes are sleep's facts, and the fact -> source episode edges (two arrays)."""
+    is_fact = np.fromiter((t == FACT_TYPE for t in view.node_values("ctype")), dtype=bool,
+                          count=view.n)
+    drawn = is_fact[view.src] & view.is_episode[view.dst]
+    return is_fact, view.src[drawn], view.dst[drawn]
+
+
+def cosines(view: Compiled, qv: np.ndarray, cfg: SynapseConfig) -> np.ndarray:
+    """Cosine of every node of the view to the query vector ``qv``; with ``fact_role``
+    ``"evidence"`` an episode's is the best of its own and its facts' (core/sleep.py)."""
+    sim = np.clip(view.embeddings @ qv, -1.0, 1.0)
+    if cfg.fact_role == "evidence":
+        _, facts, sources = view.derived("facts", _facts)
+        sim = lend_similarity(sim, facts, sources)
+    return sim
+
+
+def _anchor_scope(view: Compiled, cfg: SynapseConfig, allowed: np.ndarray | None
+                  ) -> np.ndarray | None:
+    """The nodes the triggers may pick: ``allowed``, less the facts when they are
+    their sources' evidence rather than anchors."""
+    if cfg.fact_role != "evidence":
+        return allowed
+    is_fact = view.derived("facts", _facts)[0]
+    if not is_fact.any():
+        return allowed
+    return ~is_fact if allowed is None else allowed & ~is_fact
+
+
 def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
              sim_all: np.ndarray, allowed: np.ndarray | None = None) -> Anchors:
     """The dual trigger (section 3.2): dense and BM25 anchors, among the ``allowed``
@@ -186,11 +217,16 @@ def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
 
 def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: RetrievalModel,
              text: str, qv: np.ndarray, sim_all: np.ndarray, k: int,
-             scope: Scope | None = None, at: float | None = None) -> Pass | None:
+             scope: Scope | None = None, at: float | None = None,
+             asked: tuple[str, np.ndarray] | None = None) -> Pass | None:
     """Triggers, model and score for one query text asked at time ``at`` (None: no anchor
-    at all). ``order`` ranks the returnable candidates only."""
+    at all). ``order`` ranks the returnable candidates only. ``asked`` is the question as
+    the user asked it and its cosines, when ``text`` and ``sim_all`` widen it (entity
+    feedback): the exact tokens that single a turn out and the question's tense are the
+    question's own."""
+    asked, asked_sim = (text, sim_all) if asked is None else asked
     scope = scope or Scope()
-    anchors = triggers(view, state, cfg, text, sim_all, scope.anchors)
+    anchors = triggers(view, state, cfg, text, sim_all, _anchor_scope(view, cfg, scope.anchors))
     if anchors.indices.size == 0:
         return None
     parents = None
@@ -220,22 +256,22 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
     if cfg.uses_distinct_score:  # rare tokens only one turn (in scope) contains
         turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
-        share = state.bm25.exclusive_share(text, view.index, view.n, turns)
+        share = state.bm25.exclusive_share(asked, view.index, view.n, turns)
         # the exact token singles a turn out only if the turn is about the question too
         # (its cosine within distinct_similarity_ratio of the best turn's): in a small
         # memory every word is rare, and "now" alone must not lift "Sending it now"
-        best_sim = float(sim_all[turns].max()) if turns.any() else 0.0
-        share[sim_all < cfg.distinct_similarity_ratio * best_sim] = 0.0
+        best_sim = float(asked_sim[turns].max()) if turns.any() else 0.0
+        share[asked_sim < cfg.distinct_similarity_ratio * best_sim] = 0.0
         distinct = scoring.singled_out(share)[cand]
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical, distinct=distinct)
     hybrid = score
     score = _salience(view, cand, score, cfg.low_salience_weight)
     salience = score - hybrid
-    tense = query_tense(text)
+    tense = query_tense(asked)
     score = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=tense)
     if cfg.version_recency:  # versions found at question time: the newest above
-        score = rank_recent(view, cand, score, state.bm25.idf, text, tense=tense)
+        score = rank_recent(view, cand, score, state.bm25.idf, asked, tense=tense)
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
     if scope.returnable is None:
@@ -411,7 +447,7 @@ class Retriever:
         # cosines of every active node: one float32 mat-vec over the in-memory copy of the
         # vectors Chroma holds. Exact (Chroma's HNSW is approximate, so its top-k could
         # differ after a reload) and cheaper than a Chroma round trip.
-        sim_all = np.clip(view.embeddings @ qv, -1.0, 1.0)
+        sim_all = cosines(view, qv, cfg)
         scope = Scope.build(view, kinds, flt)
         run = run_pass(view, self.state, cfg, model, query, qv, sim_all, k, scope, at)
         if run is None or run.order.size == 0:  # nothing (that the filters allow) to return
@@ -445,7 +481,8 @@ class Retriever:
                 q2 = _unit(qv + np.float32(cfg.feedback_weight) * ev)
                 names = " ".join(g.node(e)["name"] for e in found)
                 again = run_pass(view, self.state, cfg, model, f"{query} {names}", q2,
-                                 np.clip(view.embeddings @ q2, -1.0, 1.0), k, scope, at)
+                                 cosines(view, q2, cfg), k, scope, at,
+                                 asked=(query, sim_all))
                 if again is not None:
                     _explain_feedback(self.state, view, run, again, found)
                     activated.append(again.activated)
@@ -481,8 +518,9 @@ class RetrievalSteps:
     def query(self, text: str, vector: np.ndarray, cfg: SynapseConfig) -> Query:
         """The triggers' stage: cosines of every node and the anchors for ``text``."""
         qv = np.asarray(vector, dtype=np.float32)
-        sim = np.clip(self.view.embeddings @ qv, -1.0, 1.0)
-        return Query(text, qv, sim, triggers(self.view, self.state, cfg, text, sim).indices)
+        sim = cosines(self.view, qv, cfg)
+        anchors = triggers(self.view, self.state, cfg, text, sim, _anchor_scope(self.view, cfg, None))
+        return Query(text, qv, sim, anchors.indices)
 
     def activate(self, query: Query, cfg: SynapseConfig) -> Activation:
         """The model's stage for a prepared :meth:`query`."""

@@ -17,6 +17,13 @@ Archiving (``sleep_archive_sources``, off by default): the episodes a fact was d
 are archived (out of the active graph, restorable with :meth:`Synapse.restore`); episodes
 that yielded no fact stay. mnemos prunes the raw episodes; we keep them recoverable.
 
+In retrieval (``fact_role``): with ``"evidence"`` (default) a fact is its sources'
+evidence, not a rival of them: an episode is as close to the question as the closest of
+the facts drawn from it (:func:`lend_similarity`), and facts are not anchors. With
+``"anchor"`` a fact is a concept like any other (anchor, spreader, ranked). The difference
+is measured in docs/concepts.md ("Sleep consolidation"): facts as anchors crowd the dense
+triggers with short sentences that match a question mostly by the speaker's name.
+
 Sleepers:
 
 * :class:`OfflineSleeper`: a fact is a sentence of a turn that is not a question, speaks in
@@ -40,13 +47,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from ..types import Concept
 from .tokens import tokenize
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LLMSleeper", "MIN_FACT_WORDS", "OfflineSleeper", "SleepReport", "Sleeper",
-           "due", "run_sleep"]
+__all__ = ["FACT_TYPE", "LLMSleeper", "MIN_FACT_WORDS", "OfflineSleeper", "SleepReport",
+           "Sleeper", "due", "lend_similarity", "run_sleep"]
+
+#: The concept type of sleep's semantic facts.
+FACT_TYPE = "Fact"
 
 #: Content words a sentence needs to be kept as a fact offline.
 MIN_FACT_WORDS = 4
@@ -96,7 +108,7 @@ class OfflineSleeper:
                 name = f"{ep['speaker']}: {s}" if ep.get("speaker") else s
                 key = name.lower()
                 if key not in out:
-                    out[key] = Concept(name, "Fact", 1.0, {}, (ep["id"],))
+                    out[key] = Concept(name, FACT_TYPE, 1.0, {}, (ep["id"],))
         return list(out.values())
 
 
@@ -143,8 +155,22 @@ class LLMSleeper:
                 continue
             sources = tuple(s for s in f.get("sources") or [] if isinstance(s, str) and s in known)
             if sources:
-                out.append(Concept(f["fact"].strip()[:500], "Fact", 1.0, {}, sources))
+                out.append(Concept(f["fact"].strip()[:500], FACT_TYPE, 1.0, {}, sources))
         return out
+
+
+def lend_similarity(sim: np.ndarray, facts: np.ndarray, sources: np.ndarray) -> np.ndarray:
+    """A copy of ``sim`` (cosines to the question by node position) where each source
+    ``sources[i]`` is at least as close as the fact ``facts[i]`` drawn from it.
+
+    >>> lend_similarity(np.array([0.2, 0.5, 0.9, 0.4]), np.array([2, 2, 3]),
+    ...                 np.array([0, 1, 1])).tolist()
+    [0.9, 0.9, 0.9, 0.4]
+    """
+    out = np.array(sim, copy=True)
+    if facts.size:
+        np.maximum.at(out, sources, out[facts])
+    return out
 
 
 def due(state: Any, cfg: Any) -> bool:
