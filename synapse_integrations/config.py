@@ -216,7 +216,7 @@ class SynapseConfig:
 
     # --- retrieval: hybrid score and gate (sections 3.3, 3.4)
     weight_similarity: float = 0.5
-    weight_activation: float = 0.3
+    weight_activation: float = 0.15
     weight_pagerank: float = 0.1
     weight_lexical: float = 0.3
     weight_distinct: float = 1.0

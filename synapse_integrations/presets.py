@@ -25,6 +25,7 @@ PAPER_DEFAULTS: dict[str, Any] = {
     "inhibition_beta": 0.15,
     "iterations": 3,
     "fan_exponent": 1.0,
+    "weight_activation": 0.3,
     "weight_pagerank": 0.2,
     "weight_lexical": 0.0,
     "weight_distinct": 0.0,

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from synapse_integrations import SynapseConfig
 from synapse_integrations.cli import _load_demo, main
 
 pytestmark = pytest.mark.model
@@ -71,11 +72,15 @@ def test_version_and_the_demo_shows_every_score_term(memory, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3
     for line in lines:
-        m = re.search(r"score (\d\.\d{3}) = 0\.5 x cos (-?\d\.\d\d) \+ 0\.3 x act (\d\.\d\d) "
-                      r"\+ 0\.1 x pr (\d\.\d\d) \+ 0\.3 x lex (\d\.\d\d) \+ 1 x only (\d\.\d\d)", line)
+        w = {k.removeprefix("weight_"): v for k, v in SynapseConfig().score_weights().items()}
+        shown = " \\+ ".join(f"{w[name]:g} x {label} (-?\\d\\.\\d\\d)" for name, label in
+                             (("similarity", "cos"), ("activation", "act"), ("pagerank", "pr"),
+                              ("lexical", "lex"), ("distinct", "only")))
+        m = re.search(rf"score (\d\.\d{{3}}) = {shown}", line)
         assert m, line
         score, cos, act, pr, lex, only = map(float, m.groups())
-        assert 0.5 * cos + 0.3 * act + 0.1 * pr + 0.3 * lex + only == pytest.approx(score, abs=0.006)
+        assert (w["similarity"] * cos + w["activation"] * act + w["pagerank"] * pr
+                + w["lexical"] * lex + w["distinct"] * only) == pytest.approx(score, abs=0.006)
 
 
 def test_console_scripts():

@@ -143,6 +143,11 @@ def test_a_fact_is_its_sources_evidence_not_an_anchor() -> None:
         assert evidence["long"].components.similarity == pytest.approx(fact, abs=1e-6)
         assert fid not in evidence or (evidence[fid].components.dense_rank is None
                                        and evidence[fid].components.bm25_rank is None)
+        # the gate's topic check judges the top turn's own cosine (its threshold is one
+        # on whole turns), not the one its fact lends it
+        res = mem.retrieve(question, k=10)
+        assert res.items[0].id == "long"
+        assert res.confidence == pytest.approx(own, abs=1e-6)
         # the ferry turn has no fact: its cosine is its own either way
         assert evidence["ferry"].components.similarity == pytest.approx(
             anchor["ferry"].components.similarity, abs=1e-6)

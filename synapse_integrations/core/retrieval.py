@@ -461,7 +461,9 @@ class Retriever:
         if cfg.gate_signal == "score":
             confidence = float(run.score[top])
         elif cfg.gate_signal == "similarity" or not cfg.use_activation:
-            confidence = float(run.sim[top])
+            # the memory's own cosine, not the one its facts lend it (fact_role): the
+            # threshold is one on whole turns, and a sentence is closer to any question
+            confidence = float(np.clip(view.embeddings[run.cand[top]] @ qv, -1.0, 1.0))
         else:
             confidence = float(run.activation[top])
         verdict = None
