@@ -85,23 +85,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
             line = (f"gate {'right' if gate_ok else 'WRONG'}: "
                     f"{'rejected' if res.rejected else 'accepted'}, should be "
                     f"{'rejected (never said)' if should_reject else 'accepted'}")
-            if q["answer_turns"]:
+            wanted = {f"s{a}t{b}" for a, b in q["answer_turns"]}
+            if wanted:
                 answerable += 1
-                wanted = {f"s{a}t{b}" for a, b in q["answer_turns"]}
                 hit = next((r for r, it in enumerate(res.items, 1) if it.id in wanted), None)
                 found += hit is not None
                 line += (f"; answer turn found at rank {hit}" if hit else
                          f"; answer turn NOT in the top {args.k}")
             print(line, file=out)
-            if q["kind"] == "bridge":
-                # the default single pass rarely reaches a fact two hops away; the opt-in
-                # second pass puts the best match's named entities into the query
-                res = mem.retrieve(q["question"], k=4 * args.k,
-                                   config=mem.config.replace(entity_feedback=1))
-                print(f"same question with entity_feedback=1 (a second pass with the named "
-                      f"entities of the best match added to the query), first {args.k} turns:",
-                      file=out)
-                _print_items(mem, res, out, list(res.episodes())[:args.k])
+            if q["kind"] == "bridge" and wanted:
+                # what the entity-feedback pass adds: the paper's single pass rarely reaches
+                # a fact two hops away
+                deep = list(mem.retrieve(q["question"], k=4 * args.k).episodes())
+                single = list(mem.retrieve(q["question"], k=4 * args.k,
+                                           config=mem.config.replace(entity_feedback=0)).episodes())
+
+                def rank(items: list[Any]) -> str:
+                    r = next((r for r, it in enumerate(items, 1) if it.id in wanted), None)
+                    return f"at rank {r}" if r else f"not in the first {len(items)}"
+
+                print(f"the answer turn, {4 * args.k} turns deep: {rank(deep)} with entity "
+                      f"feedback (default: a second pass with the named entities of the best "
+                      f"matches), {rank(single)} as a single pass (entity_feedback=0)", file=out)
+                hits = [(r, it) for r, it in enumerate(deep, 1) if it.id in wanted]
+                _print_items(mem, None, out, [it for _, it in hits], [r for r, _ in hits])
         print("\n" + "=" * 78, file=out)
         print(f"summary: answer turn found for {found} of {answerable} answerable questions "
               f"(top {args.k}); gate right on {right} of {len(demo['questions'])} questions",
@@ -120,13 +127,14 @@ def _score_line(c: Any, score: float) -> str:
     if c.weights is None:
         return f"score {score:.3f} (the model's own score)"
     parts = [f"{w:g} x {_SHORT.get(name, name)} {getattr(c, name):.2f}" for name, w in c.weights.items() if w]
-    parts += [f"{name} {value:+.2f}" for name, value in (("echo", c.echo), ("superseded", c.superseded))
+    parts += [f"{name} {value:+.2f}" for name, value in (("echo", c.echo), ("superseded", c.superseded),
+                                                         ("salience", c.salience), ("hop", c.hop))
               if value]
     return f"score {score:.3f} = " + " + ".join(parts)
 
 
-def _print_items(mem: Any, res: Any, out: Any, items: Any) -> None:
-    for rank, it in enumerate(items, 1):
+def _print_items(mem: Any, res: Any, out: Any, items: Any, ranks: Any = None) -> None:
+    for rank, it in zip(ranks or range(1, len(items) + 1), items):
         c = it.components
         when = it.timestamp.date().isoformat() if it.timestamp else "concept"
         via = ""

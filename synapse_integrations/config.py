@@ -128,11 +128,13 @@ class SynapseConfig:
             the first pass's ``r`` best episodes (not topics, not speakers, not already in
             the query) join the query (their names the lexical trigger's text, their mean
             embedding the query vector with weight ``feedback_weight``), and triggers,
-            dynamics and score run again; the gate still judges the first pass. It lets an
-            answer linked to the question only through an entity ("the person from the
-            ski trip" -> Dana -> Dana's news) be found, at the cost of a second pass when
-            such entities exist; 0 (default) is the paper's single pass. See
-            docs/benchmarks.md for what it measured.
+            dynamics and score run again; each memory then keeps the better of its
+            first-pass score and ``spreading_factor`` times its second-pass score (one
+            hop further: :func:`~synapse_integrations.core.retrieval.merge_feedback`), and
+            the gate still judges the first pass. It lets an answer linked to the question
+            only through an entity ("the person from the ski trip" -> Dana -> Dana's news)
+            be found, at the cost of a second pass when such entities exist; 2 (default);
+            0 is the paper's single pass. See docs/benchmarks.md, "Bridges by default".
         feedback_weight: weight of the entities' mean embedding added to the (unit) query
             vector by ``entity_feedback``.
         gate_signal / gate_tau: reject when the top item's signal is below ``gate_tau``.
@@ -226,7 +228,7 @@ class SynapseConfig:
     superseded_weight: float = 0.5
     version_recency: bool = True
     score_all_nodes: bool = False
-    entity_feedback: int = 0
+    entity_feedback: int = 2
     feedback_weight: float = 0.5
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25

@@ -74,11 +74,14 @@ class ScoreComponents:
     # its replacement (negative), or the replacement raised to its chain's best score
     superseded: float = 0.0
     salience: float = 0.0  # the low-salience demotion of the surprisal gate (<= 0)
+    # the feedback hop's discount (<= 0): an item ranked by the entity-feedback pass, one
+    # hop further from the question, scores spreading_factor x its second-pass score
+    hop: float = 0.0
 
     def terms(self) -> dict[str, float]:
         """The score as a sum: ``weight x value`` per weighted component, plus the ``echo``,
-        ``superseded`` and ``salience`` adjustments. Their sum is the item's score (empty when the model
-        used its own score).
+        ``superseded``, ``salience`` and ``hop`` adjustments. Their sum is the item's score
+        (empty when the model used its own score).
 
         >>> c = ScoreComponents(0.8, 0.5, 1.0, lexical=0.5, weights={"similarity": 0.5,
         ...     "activation": 0.3, "pagerank": 0.1, "lexical": 0.3})
@@ -91,6 +94,7 @@ class ScoreComponents:
         out["echo"] = self.echo
         out["superseded"] = self.superseded
         out["salience"] = self.salience
+        out["hop"] = self.hop
         return out
 
 
@@ -134,6 +138,7 @@ class RetrievedItem:
             "echo": self.components.echo,
             "superseded": self.components.superseded,
             "salience": self.components.salience,
+            "hop": self.components.hop,
             "weights": None if self.components.weights is None else dict(self.components.weights),
             "speaker": self.speaker,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,

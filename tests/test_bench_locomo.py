@@ -26,9 +26,9 @@ def test_method_configs() -> None:
     assert method_config("synapse") == SynapseConfig()
     assert method_config("synapse-paper") == SynapseConfig.paper()
     assert method_config("synapse-no-fan").use_fan_effect is False
-    fb = method_config("synapse-entity-feedback")
-    assert fb == SynapseConfig(entity_feedback=1)
-    assert fb.graph_signature() == SynapseConfig().graph_signature()  # same memory
+    single = method_config("synapse-no-feedback")  # the paper's single pass
+    assert single == SynapseConfig(entity_feedback=0) and SynapseConfig.paper().entity_feedback == 0
+    assert single.graph_signature() == SynapseConfig().graph_signature()  # same memory
     # retrieval-only ablations share the ingested graph of the default
     for m in DEFAULT_METHODS:
         if m.startswith("synapse-no-"):

@@ -36,14 +36,20 @@ def test_demo_prints_every_question_and_finds_the_bridge_with_entity_feedback(tm
     assert (f"summary: answer turn found for {found} of {answerable} answerable questions (top 5); "
             f"gate right on {right} of {len(demo['questions'])} questions") in summary
     bridge = blocks[[q["kind"] for q in demo["questions"]].index("bridge")]
-    single, _, feedback = bridge.partition("same question with entity_feedback=1")
-    assert feedback, "the bridge question is asked a second time with entity feedback"
-    # the single pass misses the answer; the second pass finds it through the Dana concept
-    items = [x for x in single.splitlines() if re.match(r"\s+\d+\. \[", x)]
-    assert len(items) == 5 and not any("architecture program" in x for x in items)
-    line = next(x for x in feedback.splitlines()
+    top, _, deeper = bridge.partition("the answer turn, 20 turns deep: ")
+    assert deeper, "the bridge question is asked deeper, with and without entity feedback"
+    # the default's second pass finds it through the Dana concept, one hop discounted;
+    # the paper's single pass does not reach it
+    found_at = re.match(r"at rank (\d+) with entity feedback .*?, not in the first \d+ as a "
+                        r"single pass \(entity_feedback=0\)", deeper)
+    assert found_at, deeper[:300]
+    line = next(x for x in deeper.splitlines()
                 if re.match(r"\s+\d+\. \[", x) and "architecture program" in x)
-    assert "via 'Sam: Ha, goggle tan. I w' -> 'Dana'" in line
+    assert line.strip().startswith(f"{found_at.group(1)}. [")
+    assert "via 'Sam: Ha, goggle tan. I w' -> 'Dana'" in line and " + hop -" in line
+    shown = [x for x in top.splitlines() if re.match(r"\s+\d+\. \[", x)]
+    assert len(shown) == 5
+    assert any("architecture program" in x for x in shown) == (int(found_at.group(1)) <= 5)
 
 
 def test_demo_refuses_a_memory_that_already_holds_turns(tmp_path, capsys):

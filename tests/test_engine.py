@@ -109,11 +109,12 @@ def bridge_conversation_with_study_plans() -> list[dict]:
 
 def test_bridge_concept_reaches_an_answer_dense_search_misses(memory):
     """The answer shares no word with the question (cosine 0.26) and ten other turns match
-    "going to study" directly. Dense retrieval ranks it 15th. With ``entity_feedback`` the
-    first pass's best episode (the ski trip) names Dana; the second pass, with Dana in the
-    query, finds Dana's news through the Dana concept, and the item's path says so. The
-    single pass (the default) does not reach it: docs/benchmarks.md, "The single-bridge
-    case"."""
+    "going to study" directly. Dense retrieval ranks it 15th. With entity feedback (on by
+    default) the first pass's best episode (the ski trip) names Dana; the second pass, with
+    Dana in the query, finds Dana's news through the Dana concept, the item's path says so,
+    and its score is its second-pass score discounted for the hop. The single pass
+    (``entity_feedback=0``, the paper's) does not reach it: docs/benchmarks.md, "Bridges by
+    default"."""
     memory.add_turns(bridge_conversation_with_study_plans())
     memory.consolidate()
     k = 10
@@ -123,8 +124,8 @@ def test_bridge_concept_reaches_an_answer_dense_search_misses(memory):
     dense, _ = memory.search_vectors(q, k, kind="episode")
     assert answer not in dense, "the case must be one that dense retrieval misses"
 
-    cfg = memory.config.replace(entity_feedback=1)
-    res = memory.retrieve_by_vector(BRIDGE_QUESTION, q, k=4 * k, config=cfg)
+    assert memory.config.entity_feedback == 2
+    res = memory.retrieve_by_vector(BRIDGE_QUESTION, q, k=4 * k)
     top = [it.id for it in res.episodes()][:k]
     assert answer in top
     item = next(it for it in res.items if it.id == answer)
@@ -136,10 +137,26 @@ def test_bridge_concept_reaches_an_answer_dense_search_misses(memory):
     # the Dana concept's vector) is what the item's similarity reports
     asked = float(q @ memory._state.graph.vectors[answer])
     assert asked < 0.3 < item.components.similarity
+    # one hop further: spreading_factor x its second-pass score, and the terms still add up
+    terms = item.components.terms()
+    assert terms["hop"] < 0
+    second = item.score - terms["hop"]
+    assert item.score == pytest.approx(memory.config.spreading_factor * second)
+    assert sum(terms.values()) == pytest.approx(item.score)
+    # a memory the question itself found keeps its own score (no hop term)
+    first = res.episodes()[0]
+    assert first.components.hop == 0.0 and first.path[-1] == first.id
     # the gate judges the question as asked: same decision with or without the second pass
-    single = memory.retrieve_by_vector(BRIDGE_QUESTION, q, k=4 * k)
+    single = memory.retrieve_by_vector(BRIDGE_QUESTION, q, k=4 * k,
+                                       config=memory.config.replace(entity_feedback=0))
     assert answer not in [it.id for it in single.episodes()][:k]
     assert (res.confidence, res.rejected) == (single.confidence, single.rejected)
+    # the merge never lets the widened query push a memory the question found below its
+    # first-pass score: every single-pass item keeps at least that score
+    merged = {it.id: it.score for it in res.items}
+    for it in single.items:
+        if it.id in merged:
+            assert merged[it.id] >= it.score - 1e-12
 
 
 def test_entity_feedback_skips_speakers_topics_and_names_already_asked(memory):

@@ -119,3 +119,34 @@ def test_engine_views_match_a_rebuild_and_retrieval_is_unchanged():
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__, "-q"])
+
+
+def _concept_rows_match(g: MemoryGraph) -> None:
+    ids, mat = g.concept_matrix()
+    assert ids == g.ids("concept")
+    expected = np.stack([g.vectors[c] for c in ids]) if ids else np.zeros((0, g.dim), np.float32)
+    np.testing.assert_array_equal(mat, expected)
+
+
+def test_concept_rows_follow_adds_merges_removals_archive_and_restore() -> None:
+    """Consolidation compares each new concept with every concept's vector through
+    ``concept_matrix``; it is kept in step in place (no re-stacking per window) and must
+    always equal the vectors stacked afresh."""
+    g = MemoryGraph(3)
+    _concept_rows_match(g)  # empty
+    g.add_node("e1", _unit(1, 0, 0), kind="episode", text="x")
+    for i in range(100):  # past the initial spare rows: they grow
+        g.add_node(f"c{i}", _unit(1, i, 0), kind="concept", name=f"c{i}")
+        if i in (0, 63, 64, 99):
+            _concept_rows_match(g)
+    g.set_vector("c5", _unit(0, 0, 1))  # a merge moves a concept's vector
+    g.set_vector("e1", _unit(0, 1, 0))  # an episode's vector is not a concept row
+    _concept_rows_match(g)
+    g.remove_nodes(["c7"])
+    _concept_rows_match(g)
+    moved = g.archive_nodes(["c8", "c9"])
+    _concept_rows_match(g)
+    g.add_node("c100", _unit(2, 1, 1), kind="concept", name="c100")
+    g.restore_nodes(moved)
+    _concept_rows_match(g)
+    assert len(g.concept_matrix()[0]) == 100

@@ -75,7 +75,7 @@ logger = logging.getLogger(__name__)
 RRF_DEPTH = 100
 DEFAULT_KS: tuple[int, ...] = (5, 10, 30)
 _ABLATIONS = ("no-gate", "no-inhibition", "no-fan", "no-decay", "no-pagerank",
-              "no-activation", "no-graph")
+              "no-activation", "no-graph", "no-feedback")
 #: Options of the engine that are off by default, measured as methods of their own
 #: (``presets.BENCH_OPTIONS``); the lifecycle options run only when named.
 OPTIONS: dict[str, dict[str, Any]] = {**BENCH_OPTIONS, **LIFECYCLE_OPTIONS}
@@ -130,10 +130,10 @@ def method_config(name: str, base: SynapseConfig | None = None) -> SynapseConfig
     """The engine configuration of an engine method name.
 
     ``synapse`` is ``base`` (default: ``SynapseConfig()``), ``synapse-paper`` the paper's
-    exact defaults, ``synapse-entity-feedback`` ``base`` with ``entity_feedback=1`` (a
-    second pass through named entities), ``synapse-reconsolidation`` /
+    exact defaults, ``synapse-reconsolidation`` /
     ``synapse-surprisal`` / ``synapse-sleep`` ``base`` with one lifecycle mechanism on, ``synapse-<ablation>`` a row of the paper's
-    Table 3 applied to ``base``, ``model:<name>`` ``base`` with ``model=<name>`` for
+    Table 3 (or one of ours, such as ``no-feedback``: the single pass) applied to
+    ``base``, ``model:<name>`` ``base`` with ``model=<name>`` for
     any model registered in :mod:`synapse_integrations.core.models` (looked up when
     called, so models registered later are accepted), and ``evermind-g<x>``
     ``model:evermind`` with ``gamma = x`` (Evermind's sweep; x in (0, 1]).

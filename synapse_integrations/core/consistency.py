@@ -263,7 +263,7 @@ def _fill_vectors(s: _Stores) -> None:
     g = s.state.graph
     for n in g.g.nodes:
         if not s.good(g.vectors.get(n)) and n in s.vec:
-            g.vectors[n] = np.asarray(s.vec[n], dtype=np.float32)
+            g.set_vector(n, s.vec[n])
     for n in [n for n in g.vectors if n not in g.g]:
         del g.vectors[n]
 

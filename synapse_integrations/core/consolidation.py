@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import ExtractionError
 from ..types import Concept, Extractor, Turn, WindowReport
 from . import provenance
+from .scoring import top_k
 from .state import MemoryState
 from .validation import from_epoch
 
@@ -187,19 +188,30 @@ class Consolidator:
         created = merged = 0
         touched: dict[str, np.ndarray] = {}
         by_name: dict[str, str] = {}
-        embs = self.names.embed([c.name.strip() for c in concepts])
-        cids = g.ids("concept")
-        mat = np.stack([g.vectors[c] for c in cids]) if cids else np.zeros((0, g.dim), np.float32)
+        embs = np.asarray(self.names.embed([c.name.strip() for c in concepts]), dtype=np.float32)
         window_set = set(turn_ids)
-        for c, h in zip(concepts, embs):
+        # the names' cosines with every concept as it stood, in one product; the rows a
+        # merge below moves, and the concepts created meanwhile, are compared afresh
+        ids0, mat0 = g.concept_matrix()
+        n0 = len(ids0)
+        before = mat0 @ embs.T
+        moved: set[int] = set()
+        for i, (c, h) in enumerate(zip(concepts, embs)):
             name = c.name.strip()
             # which turns it came from: those the extractor names, else (it did not say)
             # the whole window, any turn of which may have said it
             exact = [i for i in c.source_ids if i in window_set]
             source = provenance.new_entry(exact=exact, window=None if exact else turn_ids)
             best = -1
-            if len(cids):
+            cids, mat = g.concept_matrix()  # kept in step by merges and additions
+            if cids is not ids0:  # rebuilt (not by this loop's merges and additions)
                 sims = mat @ h
+            else:
+                sims = np.concatenate((before[:, i], mat[n0:] @ h))
+                if moved:
+                    rows = np.fromiter(moved, dtype=np.int64)
+                    sims[rows] = mat[rows] @ h
+            if len(cids):
                 best = int(np.argmax(sims))
             if best >= 0 and sims[best] > cfg.dedup_threshold:
                 cid = cids[best]
@@ -207,14 +219,12 @@ class Consolidator:
                 new = m * g.vectors[cid] + (1.0 - m) * h
                 new = (new / np.linalg.norm(new)).astype(np.float32)
                 state.merge_concept(cid, new, name, source)
-                mat[best] = new
+                moved.add(best)
                 merged += 1
             else:
                 cid = f"c-{uuid.uuid4().hex}"
                 state.add_concept(cid, h, name=name, ctype=c.type, confidence=c.confidence,
                                   attributes=c.attributes, source=source)
-                cids.append(cid)
-                mat = np.vstack([mat, h[None, :]])
                 created += 1
             touched[cid] = g.vectors[cid]
             by_name[name.lower()] = cid
@@ -231,9 +241,11 @@ class Consolidator:
                                rel=r.rel)
                 state.note_relation(s, t, turn_ids)
         # association edges between concepts (lines 23-28), top-k per node
-        for cid, h in touched.items():
-            sims = mat @ h
-            order = np.argsort(-sims)
+        cids, mat = g.concept_matrix()
+        touched_sims = mat @ np.stack(list(touched.values())).T if touched else None
+        for col, cid in enumerate(touched):
+            sims = touched_sims[:, col]
+            order = top_k(sims, cfg.association_top_k + 1)  # itself may be among them
             picked = 0
             for j in order:
                 if picked >= cfg.association_top_k or sims[j] <= cfg.association_threshold:

@@ -216,6 +216,15 @@ class _Delta:
     vectors: set[str] = field(default_factory=set)
 
 
+@dataclass
+class _Rows:
+    """Vectors of some nodes as matrix rows (``mat`` has spare rows at the end)."""
+
+    ids: list[str]
+    row: dict[str, int]
+    mat: np.ndarray
+
+
 class MemoryGraph:
     """Nodes, edges, embeddings and archive of one namespace (not thread-safe by itself:
     the engine holds the lock).
@@ -243,6 +252,10 @@ class MemoryGraph:
         # node ids by kind, in graph (insertion) order; derived, kept in step by the
         # mutators below and rebuilt when it disagrees with the graph's node count
         self._kinds: dict[str, dict[str, None]] | None = None
+        # the active concepts' vectors as rows (consolidation compares every new concept
+        # with all of them, once per window): derived, kept in step by add_node and
+        # set_vector, dropped when a concept leaves or comes back
+        self._concept_rows: _Rows | None = None
 
     # -- basic access ---------------------------------------------------------------------
     def __contains__(self, node_id: str) -> bool:
@@ -289,6 +302,38 @@ class MemoryGraph:
         if self._kinds is not None:
             for ids in self._kinds.values():
                 ids.pop(node_id, None)
+        if self._concept_rows is not None and node_id in self._concept_rows.row:
+            self._concept_rows = None
+
+    def concept_matrix(self) -> tuple[list[str], np.ndarray]:
+        """The active concepts' ids (insertion order) and their vectors as the rows of one
+        matrix. Both are read-only views, valid until the next change to the graph.
+        Amortised O(1) per added concept: the rows grow in place (doubling), a vector
+        change rewrites its row, and only a removal rebuilds them."""
+        want = self._kind_index().get("concept", {})
+        rows = self._concept_rows
+        if rows is None or len(rows.ids) != len(want):
+            ids = list(want)
+            mat = np.zeros((max(64, 2 * len(ids)), self.dim), dtype=np.float32)
+            if ids:
+                mat[:len(ids)] = np.stack([self.vectors[c] for c in ids])
+            rows = self._concept_rows = _Rows(ids, {c: r for r, c in enumerate(ids)}, mat)
+        return rows.ids, rows.mat[:len(rows.ids)]
+
+    def _concept_row_set(self, node_id: str, vector: np.ndarray, kind: Any) -> None:
+        """Keep the concept rows in step with a concept's new or changed vector."""
+        rows = self._concept_rows
+        if rows is None:
+            return
+        r = rows.row.get(node_id)
+        if r is not None:
+            rows.mat[r] = vector
+        elif kind == "concept":
+            if len(rows.ids) == rows.mat.shape[0]:
+                rows.mat = np.concatenate((rows.mat, np.zeros_like(rows.mat)))
+            rows.row[node_id] = len(rows.ids)
+            rows.mat[len(rows.ids)] = vector
+            rows.ids.append(node_id)
 
     def next_seq(self) -> int:
         """A new creation number (higher than any given so far)."""
@@ -320,6 +365,7 @@ class MemoryGraph:
         self._kinds_add(node_id, attrs.get("kind"))
         self.g.add_node(node_id, **attrs)
         self.vectors[node_id] = np.asarray(vector, dtype=np.float32)
+        self._concept_row_set(node_id, self.vectors[node_id], self.g.nodes[node_id].get("kind"))
         delta = None if existed else self._pending()
         if delta is None:
             self.invalidate()
@@ -328,6 +374,8 @@ class MemoryGraph:
 
     def set_vector(self, node_id: str, vector: np.ndarray) -> None:
         self.vectors[node_id] = np.asarray(vector, dtype=np.float32)
+        if node_id in self.g:
+            self._concept_row_set(node_id, self.vectors[node_id], self.g.nodes[node_id].get("kind"))
         delta = self._pending() if node_id in self.g else None
         if delta is None:
             self.invalidate()
@@ -476,6 +524,7 @@ class MemoryGraph:
                     continue
                 raise NodeNotFoundError(f"no archived memory with id {i!r}")
             self._kinds_add(i, rec["node"].get("kind"))
+            self._concept_rows = None
             self.g.add_node(i, **rec["node"])
             self.vectors[i] = np.asarray(vectors[i], dtype=np.float32)
             restored.append(i)

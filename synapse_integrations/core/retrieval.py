@@ -39,7 +39,7 @@ from .triggers import tokenize
 from .validation import from_epoch
 
 __all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "Spikes", "RetrievalSteps", "Retriever", "build_item",
-           "cosines", "feedback_entities", "run_pass", "scope_of", "triggers"]
+           "cosines", "feedback_entities", "merge_feedback", "run_pass", "scope_of", "triggers"]
 
 #: Concept types that are not named entities, for ``entity_feedback`` (the offline
 #: extractor's key phrases).
@@ -136,6 +136,10 @@ class Pass:
     activated: set[str] | None  # nodes at activation >= dormancy_epsilon (None: no model ran)
     own_score: bool = False  # the model ranked by its own score (not the hybrid score)
     spikes: Spikes | None = None  # stimuli the model asks the engine to record
+    # after entity feedback (merge_feedback): the hop discount of each candidate (0, or
+    # negative), and which pass scored it (0: the question's, 1: the feedback pass)
+    hop: np.ndarray | None = None
+    source: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -193,9 +197,11 @@ def _anchor_scope(view: Compiled, cfg: SynapseConfig, allowed: np.ndarray | None
 
 
 def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
-             sim_all: np.ndarray, allowed: np.ndarray | None = None) -> Anchors:
+             sim_all: np.ndarray, allowed: np.ndarray | None = None,
+             lex_all: np.ndarray | None = None) -> Anchors:
     """The dual trigger (section 3.2): dense and BM25 anchors, among the ``allowed``
-    nodes (all when None)."""
+    nodes (all when None). ``lex_all``: the BM25 scores of ``text`` over the view, when
+    the caller has them already."""
     dense_rank: dict[str, int] = {}
     bm25_rank: dict[str, int] = {}
     if cfg.use_dense:
@@ -204,13 +210,11 @@ def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
                                             else int(allowed.sum())))
         dense_rank = {view.ids[i]: r + 1 for r, i in enumerate(top_dense)}
     if cfg.use_bm25:
-        if allowed is None:
-            ids, _ = state.bm25.query(text, cfg.anchor_top_k)
-            bm25_rank = {i: r + 1 for r, i in enumerate(ids) if i in view.index}
-        else:
-            lex = np.where(allowed, state.bm25.scores_for(text, view.index, view.n), 0.0)
-            top = [i for i in scoring.top_k(lex, cfg.anchor_top_k) if lex[i] > 0]
-            bm25_rank = {view.ids[i]: r + 1 for r, i in enumerate(top)}
+        lex = state.bm25.scores_for(text, view.index, view.n) if lex_all is None else lex_all
+        if allowed is not None:
+            lex = np.where(allowed, lex, 0.0)
+        top = [i for i in scoring.top_k(lex, cfg.anchor_top_k) if lex[i] > 0]
+        bm25_rank = {view.ids[i]: r + 1 for r, i in enumerate(top)}
     indices = np.array(sorted({view.index[i] for i in (*dense_rank, *bm25_rank)}), dtype=np.int64)
     return Anchors(dense_rank, bm25_rank, indices)
 
@@ -226,7 +230,11 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     question's own."""
     asked, asked_sim = (text, sim_all) if asked is None else asked
     scope = scope or Scope()
-    anchors = triggers(view, state, cfg, text, sim_all, _anchor_scope(view, cfg, scope.anchors))
+    # the query's BM25 scores over the view, once for the trigger and the lexical term
+    lex_all = state.bm25.scores_for(text, view.index, view.n) \
+        if cfg.use_bm25 or cfg.uses_lexical_score else None
+    anchors = triggers(view, state, cfg, text, sim_all, _anchor_scope(view, cfg, scope.anchors),
+                       lex_all)
     if anchors.indices.size == 0:
         return None
     parents = None
@@ -251,7 +259,7 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     pr = state.graph.pagerank_array(cand) if cfg.uses_pagerank else np.zeros(cand.size)
     lexical = distinct = None
     if cfg.uses_lexical_score:
-        lex_all = state.bm25.scores_for(text, view.index, view.n)
+        assert lex_all is not None
         best = float(lex_all.max()) if lex_all.size else 0.0
         lexical = lex_all[cand] / best if best > 0 else np.zeros(cand.size)
     if cfg.uses_distinct_score:  # rare tokens only one turn (in scope) contains
@@ -357,6 +365,45 @@ def _explain_feedback(state: MemoryState, view: Compiled, first: Pass, second: P
             second.parents[view.index[node_id]] = view.index[via]
 
 
+def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: float) -> Pass:
+    """The first pass and the entity-feedback pass as one ranking: each candidate keeps
+    the better of its first-pass score and its second-pass score discounted for the hop
+    (``discount`` times it: the spreading factor S, what activation pays per hop;
+    :func:`~synapse_integrations.core.scoring.hop_best`). The feedback pass can add the
+    memories its entities lead to, but never take a first-pass memory's place by the
+    drift of a widened query. Each candidate's signals are those of the pass that scored it."""
+    cand = np.union1d(first.cand, second.cand)
+    at1, at2 = np.searchsorted(cand, first.cand), np.searchsorted(cand, second.cand)
+
+    def spread(values: np.ndarray, at: np.ndarray, fill: float) -> np.ndarray:
+        out = np.full(cand.size, fill, dtype=np.float64)
+        out[at] = values
+        return out
+
+    score, from_second = scoring.hop_best(spread(first.score, at1, -np.inf),
+                                          spread(second.score, at2, -np.inf), discount)
+    hop = np.where(from_second, score - spread(second.score, at2, 0.0), 0.0)
+
+    def pick(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+        if a is None or b is None:
+            return a if b is None else b
+        return np.where(from_second, spread(b, at2, 0.0), spread(a, at1, 0.0))
+
+    if scope.returnable is None:
+        order = scoring.top_k(score, min(k, cand.size))
+    else:
+        keep = np.flatnonzero(scope.returnable[cand])
+        order = keep[scoring.top_k(score[keep], min(k, keep.size))]
+    return Pass(cand, order, score, pick(first.sim, second.sim),
+                pick(first.activation, second.activation), pick(first.pr, second.pr),
+                pick(first.lexical, second.lexical), pick(first.distinct, second.distinct),
+                pick(first.echo, second.echo), pick(first.superseded, second.superseded),
+                pick(first.salience, second.salience), first.parents,
+                {**second.dense_rank, **first.dense_rank}, {**second.bm25_rank, **first.bm25_rank},
+                second.activated, first.own_score, second.spikes, hop,
+                from_second.astype(np.int8))
+
+
 def _shown_weights(cfg: SynapseConfig) -> dict[str, float]:
     """The hybrid score's weights by component name (what an item's terms are multiplied by)."""
     return {name.removeprefix("weight_"): w for name, w in cfg.score_weights().items()}
@@ -416,6 +463,22 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
     )
 
 
+def _item(state: MemoryState, view: Compiled, run: Pass, j: int, passes: Sequence[Pass],
+          weights: dict[str, float] | None, activation: np.ndarray | None) -> RetrievedItem:
+    """Candidate ``j`` of ``run`` as a returned memory: its anchor ranks and activation path
+    are those of the pass that scored it (``passes``: the first, then the feedback pass)."""
+    node_id = view.ids[run.cand[j]]
+    own = passes[0 if run.source is None else int(run.source[j])]
+    comp = ScoreComponents(float(run.sim[j]), float(run.activation[j]), float(run.pr[j]),
+                           own.bm25_rank.get(node_id), own.dense_rank.get(node_id),
+                           float(run.lexical[j]) if run.lexical is not None else 0.0,
+                           float(run.distinct[j]) if run.distinct is not None else 0.0,
+                           float(run.echo[j]), weights, float(run.superseded[j]),
+                           float(run.salience[j]), 0.0 if run.hop is None else float(run.hop[j]))
+    return build_item(state, view, int(run.cand[j]), float(run.score[j]), comp, own.parents,
+                      activation)
+
+
 class Retriever:
     """Runs the pipeline on one memory; keeps one instance of each model it used."""
 
@@ -455,6 +518,7 @@ class Retriever:
                              () if run is None or run.activated is None else (run.activated,),
                              None if run is None else run.spikes)
         activated = [run.activated]
+        passes = [run]  # whose activation paths the items show
         # the gate judges the top memory returned for the question as asked (the feedback
         # pass only re-ranks)
         top = run.order[0]
@@ -488,21 +552,12 @@ class Retriever:
                 if again is not None:
                     _explain_feedback(self.state, view, run, again, found)
                     activated.append(again.activated)
-                    run = again
+                    passes.append(again)
+                    run = merge_feedback(run, again, scope, k, cfg.spreading_factor)
         activation = activation_vector(view, run) if cfg.use_activation else None
         weights = None if run.own_score else _shown_weights(cfg)
-        items = tuple(
-            build_item(self.state, view, int(run.cand[j]), float(run.score[j]),
-                       ScoreComponents(float(run.sim[j]), float(run.activation[j]),
-                                       float(run.pr[j]), run.bm25_rank.get(view.ids[run.cand[j]]),
-                                       run.dense_rank.get(view.ids[run.cand[j]]),
-                                       float(run.lexical[j]) if run.lexical is not None else 0.0,
-                                       float(run.distinct[j]) if run.distinct is not None else 0.0,
-                                       float(run.echo[j]), weights, float(run.superseded[j]),
-                                       float(run.salience[j])),
-                       run.parents, activation)
-            for j in run.order
-        )
+        items = tuple(_item(self.state, view, run, j, passes, weights, activation)
+                      for j in run.order)
         return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau,
                                          verdict), tuple(a for a in activated if a is not None),
                          run.spikes)

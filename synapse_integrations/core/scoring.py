@@ -27,8 +27,8 @@ import numpy as np
 from ..errors import InvalidInputError
 from .dynamics import propagation_matrix
 
-__all__ = ["cosine_to_query", "gate", "hybrid_score", "singled_out", "pagerank_scores",
-           "top_k"]
+__all__ = ["cosine_to_query", "gate", "hop_best", "hybrid_score", "singled_out",
+           "pagerank_scores", "top_k"]
 
 logger = logging.getLogger(__name__)
 
@@ -185,6 +185,33 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
         chosen = np.arange(n)
     order = np.lexsort((chosen, -key[chosen]))  # by score descending, then index ascending
     return chosen[order].astype(np.int64, copy=False)
+
+
+def hop_best(direct: np.ndarray, hop: np.ndarray, discount: float
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The better of a direct score and a score found one hop further, discounted.
+
+    ``hop`` scores count ``discount`` times as much (a negative one ``2 - discount`` times:
+    a hop never improves a score); ``-inf`` marks a node a pass did not score. Returns the
+    merged scores and a mask of the nodes whose merged score is their discounted hop
+    score (a tie keeps the direct one).
+
+    >>> s, via = hop_best(np.array([0.6, 0.2, -np.inf]), np.array([0.7, 0.5, 0.4]), 0.8)
+    >>> s.round(2).tolist(), via.tolist()
+    ([0.6, 0.4, 0.32], [False, True, True])
+    >>> hop_best(np.array([-np.inf]), np.array([-0.5]), 0.8)[0].tolist()
+    [-0.6]
+    """
+    d = np.asarray(direct, dtype=np.float64)
+    h = np.asarray(hop, dtype=np.float64)
+    if d.shape != h.shape:
+        raise InvalidInputError(f"direct and hop scores must have one shape, got {d.shape} and {h.shape}")
+    if not 0.0 <= discount <= 1.0:
+        raise InvalidInputError(f"discount must be in [0, 1], got {discount!r}")
+    with np.errstate(invalid="ignore"):  # -inf stays -inf
+        found = np.where(np.isfinite(h), h - (1.0 - discount) * np.abs(h), -np.inf)
+    via = found > d
+    return np.where(via, found, d), via
 
 
 def gate(confidence: float, *, tau: float) -> bool:

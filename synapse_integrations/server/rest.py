@@ -153,6 +153,7 @@ class ComponentsOut(BaseModel):
     echo: float = 0.0
     superseded: float = 0.0
     salience: float = 0.0
+    hop: float = 0.0
     weights: Optional[dict[str, float]] = None
 
 
