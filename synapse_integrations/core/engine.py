@@ -349,8 +349,7 @@ class Synapse(AsyncTwins):
         rows = self._ingestor.prepare(turns)  # pure: no lock needed
         if not rows:
             return []
-        # embedded before taking the lock, so that the model does not hold up other
-        # writers and readers (the lock guards the stores, not the embedder)
+        # embedded outside the lock: the lock guards the stores, not the embedder
         embs = np.concatenate([self._embedder.embed_documents([r["text"] for r in rows[k:k + 1024]])
                                for k in range(0, len(rows), 1024)])
         me = threading.get_ident()
@@ -370,6 +369,7 @@ class Synapse(AsyncTwins):
                     self._ingestor.retries.landed(rows[:k])
                     return ids
                 ids += got
+                time.sleep(0)  # a waiting reader gets the lock now (locks are not fair)
             if cancel is not None:  # acknowledged by the async caller when it gets them
                 self._ingestor.retries.landed(rows)
             return ids

@@ -371,7 +371,8 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
     (``discount`` times it: the spreading factor S, what activation pays per hop;
     :func:`~synapse_integrations.core.scoring.hop_best`). The feedback pass can add the
     memories its entities lead to, but never take a first-pass memory's place by the
-    drift of a widened query. Each candidate's signals are those of the pass that scored it."""
+    drift of a widened query. Each candidate's signals are those of the pass that scored it;
+    the stimuli recorded (spike trains) are the question's own, the first pass's."""
     cand = np.union1d(first.cand, second.cand)
     at1, at2 = np.searchsorted(cand, first.cand), np.searchsorted(cand, second.cand)
 
@@ -400,7 +401,7 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
                 pick(first.echo, second.echo), pick(first.superseded, second.superseded),
                 pick(first.salience, second.salience), first.parents,
                 {**second.dense_rank, **first.dense_rank}, {**second.bm25_rank, **first.bm25_rank},
-                second.activated, first.own_score, second.spikes, hop,
+                second.activated, first.own_score, first.spikes, hop,
                 from_second.astype(np.int8))
 
 
