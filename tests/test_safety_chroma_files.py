@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import struct
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ import pytest
 from synapse_integrations import Synapse
 from synapse_integrations.storage import chroma as chroma_mod
 from synapse_integrations.storage.chroma import ChromaFiles, ChromaVectors
-from synapse_integrations.storage.hnsw import check_index
+from synapse_integrations.storage.hnsw import check_index, zero_hnsw_slack
 
 from _crash_worker import turn_text
 from _safety_helpers import HashEmbedder
@@ -131,3 +132,49 @@ def test_the_pinned_chroma_range_matches_the_tested_one():
     low, high = chroma_mod.TESTED_CHROMA
     assert pin == f"chromadb>={low[0]}.{low[1]},<{high[0]}.{high[1]}", pin
     assert low <= chroma_mod.chroma_version()[:2] < high
+
+
+def _index_folder(path: Path, *, max_el: int, count: int, size: int, lengths: int) -> None:
+    """A persisted HNSW folder's files as hnswlib lays them out (header fields that
+    zero_hnsw_slack reads), the unused slots filled with a secret."""
+    path.mkdir()
+    (path / "header.bin").write_bytes(struct.pack("<I4Q", 1, 0, max_el, count, size).ljust(100, b"\0"))
+    secret = b"zanzibarquokka"
+    used = bytes(range(1, 9)) * (count * size // 8)
+    (path / "data_level0.bin").write_bytes(used + (secret * max_el)[:(max_el - count) * size])
+    norms = struct.pack(f"<{count}f", *([1.0] * count))
+    (path / "length.bin").write_bytes(norms + (secret * lengths)[:(lengths - count) * 4])
+
+
+def test_index_slack_is_zeroed_in_data_and_lengths_and_used_slots_are_kept(tmp_path):
+    """hnswlib writes its whole allocation: the slots past the element count hold stale heap
+    bytes (the text of recent writes, forgotten ones included), in data_level0.bin and in
+    Chroma's length.bin (one float per element) alike; both tails are zeroed, the used
+    slots untouched. A length.bin of an unexpected size is left alone."""
+    folder = tmp_path / "seg"
+    _index_folder(folder, max_el=10, count=3, size=16, lengths=10)
+    assert zero_hnsw_slack(folder) == 7 * 16 + 7 * 4
+    data, lengths = (folder / "data_level0.bin").read_bytes(), (folder / "length.bin").read_bytes()
+    assert data[:48] == bytes(range(1, 9)) * 6 and data[48:] == bytes(7 * 16)
+    assert struct.unpack("<3f", lengths[:12]) == (1.0, 1.0, 1.0) and lengths[12:] == bytes(28)
+    odd = tmp_path / "odd"
+    _index_folder(odd, max_el=10, count=3, size=16, lengths=12)  # more lengths than slots
+    assert zero_hnsw_slack(odd) == 7 * 16
+    assert b"zanzibarquokka" in (odd / "length.bin").read_bytes()
+
+
+def test_a_closed_memory_leaves_no_stale_bytes_past_the_element_count(tmp_path):
+    mem = Synapse(tmp_path / "m", embedder=HashEmbedder())
+    mem.add_turns([turn_text(i) for i in range(40)])
+    folders = mem._state.vectors.segment_folders()
+    mem.close()
+    seen = 0
+    for folder in folders:
+        if not (folder / "header.bin").exists():
+            continue
+        count = struct.unpack_from("<I4Q", (folder / "header.bin").read_bytes(), 0)[3]
+        lengths = folder / "length.bin"
+        if lengths.exists():
+            assert lengths.read_bytes()[count * 4:].strip(b"\0") == b""
+            seen += 1
+    assert seen, "the memory persisted no HNSW index to check"

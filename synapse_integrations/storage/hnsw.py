@@ -110,14 +110,17 @@ def _check_upper_levels(path: Path, count: int, max_m: int, max_level: int) -> s
 
 
 def zero_hnsw_slack(folder: str | Path) -> int:
-    """Zero the unused tail of a persisted HNSW index's ``data_level0.bin``.
+    """Zero the unused tails of a persisted HNSW index's ``data_level0.bin`` and
+    ``length.bin``.
 
     Chroma's HNSW index (hnswlib) allocates room for ``max_elements`` without clearing it
     and can write the whole buffer to disk: the slots past ``cur_element_count`` hold whatever
     the process's heap held before, which can be the text of recent writes, forgotten ones
-    included. Those bytes are never read as data, so zeroing them is safe. The header is
-    checked against the file size first; anything unexpected is left alone (and logged).
-    Returns the number of bytes zeroed.
+    included. ``length.bin`` (one float per element: the vector's norm, kept by Chroma's
+    hnswlib to return un-normalised vectors for cosine) is written the same way. Those
+    bytes are never read as data, so zeroing them is safe. The header is checked against
+    the file sizes first; anything unexpected is left alone (and logged). Returns the
+    number of bytes zeroed.
     """
     folder = Path(folder)
     header, data = folder / "header.bin", folder / "data_level0.bin"
@@ -135,11 +138,24 @@ def zero_hnsw_slack(folder: str | Path) -> int:
     if size == 0 or total % size or count * size > total or total // size > max_elements:
         logger.warning("unexpected HNSW header in %s; its unused space is not cleared", folder)
         return 0
-    start = count * size
+    zeroed = _zero_tail(data, count * size, total)
+    lengths = folder / "length.bin"
+    try:
+        length_total = lengths.stat().st_size
+    except OSError:
+        return zeroed
+    if length_total % 4 or count * 4 > length_total or length_total // 4 > max_elements:
+        logger.warning("unexpected length.bin size in %s; its unused space is not cleared", folder)
+        return zeroed
+    return zeroed + _zero_tail(lengths, count * 4, length_total)
+
+
+def _zero_tail(path: Path, start: int, total: int) -> int:
+    """Write zeros over bytes ``[start, total)`` of ``path`` (synced); returns how many."""
     if start >= total:
         return 0
     try:
-        with open(data, "r+b") as fh:
+        with open(path, "r+b") as fh:
             fh.seek(start)
             left = total - start
             block = bytes(min(left, 1 << 20))
@@ -149,7 +165,7 @@ def zero_hnsw_slack(folder: str | Path) -> int:
             fh.flush()
             os.fsync(fh.fileno())
     except OSError as exc:
-        raise StorageError(f"could not clear unused space in {data}: {exc}") from exc
+        raise StorageError(f"could not clear unused space in {path}: {exc}") from exc
     return total - start
 
 
