@@ -27,6 +27,7 @@ module, so the LangChain, LlamaIndex and LangGraph adapters stay thin and agree 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,7 +36,7 @@ from typing import Any, Union
 
 from .errors import InvalidTypeError, MissingDependencyError
 from .pool import EnginePool, namespace_from_configurable, namespace_key
-from .types import LearnsFromFeedback, MemoryEngine, RetrievalResult, RetrievedItem
+from .types import LearnsFromFeedback, MemoryEngine, RetrievalResult, RetrievedItem, ScoreComponents
 
 __all__ = [
     "DEFAULT_EMPTY_TEXT",
@@ -129,15 +130,11 @@ def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
     >>> round(sum(terms.values()), 3)
     0.8
     """
-    weights = components.get("weights")
-    if not weights:
+    if not components.get("weights"):
         return {}
-    out = {name: float(w) * float(components[name]) for name, w in weights.items()}
-    out["echo"] = float(components.get("echo") or 0.0)
-    out["superseded"] = float(components.get("superseded") or 0.0)
-    out["salience"] = float(components.get("salience") or 0.0)
-    out["hop"] = float(components.get("hop") or 0.0)
-    return out
+    known = {f.name for f in dataclasses.fields(ScoreComponents)}  # ScoreComponents.terms()
+    return ScoreComponents(**{k: v for k, v in components.items()
+                              if k in known and v is not None}).terms()
 
 
 def speaker_prefix(speaker: str | None, text: str) -> str:

@@ -196,7 +196,7 @@ class Consolidator:
         n0 = len(ids0)
         before = mat0 @ embs.T
         moved: set[int] = set()
-        for i, (c, h) in enumerate(zip(concepts, embs)):
+        for n, (c, h) in enumerate(zip(concepts, embs)):
             name = c.name.strip()
             # which turns it came from: those the extractor names, else (it did not say)
             # the whole window, any turn of which may have said it
@@ -207,7 +207,7 @@ class Consolidator:
             if cids is not ids0:  # rebuilt (not by this loop's merges and additions)
                 sims = mat @ h
             else:
-                sims = np.concatenate((before[:, i], mat[n0:] @ h))
+                sims = np.concatenate((before[:, n], mat[n0:] @ h))
                 if moved:
                     rows = np.fromiter(moved, dtype=np.int64)
                     sims[rows] = mat[rows] @ h

@@ -381,9 +381,10 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
         out[at] = values
         return out
 
-    score, from_second = scoring.hop_best(spread(first.score, at1, -np.inf),
-                                          spread(second.score, at2, -np.inf), discount)
-    hop = np.where(from_second, score - spread(second.score, at2, 0.0), 0.0)
+    second_score = spread(second.score, at2, -np.inf)
+    score, from_second = scoring.hop_best(spread(first.score, at1, -np.inf), second_score,
+                                          discount)
+    hop = np.where(from_second, score - second_score, 0.0)
 
     def pick(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
         if a is None or b is None:
@@ -400,7 +401,7 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
                 pick(first.lexical, second.lexical), pick(first.distinct, second.distinct),
                 pick(first.echo, second.echo), pick(first.superseded, second.superseded),
                 pick(first.salience, second.salience), first.parents,
-                {**second.dense_rank, **first.dense_rank}, {**second.bm25_rank, **first.bm25_rank},
+                first.dense_rank, first.bm25_rank,  # each item shows its own pass's (_item)
                 second.activated, first.own_score, first.spikes, hop,
                 from_second.astype(np.int8))
 
