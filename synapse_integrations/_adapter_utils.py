@@ -93,13 +93,14 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
     time, ISO 8601 or None), ``score`` (hybrid score), ``components`` (the score's terms:
     ``similarity``, ``activation``, ``pagerank``, ``lexical``, ``distinct`` (evidence only
     this memory holds), their ``weights``, and
-    ``echo``, ``superseded``, ``salience`` and ``hop``: the demotion of an assistant echo,
-    the version ranking of an outdated version and its replacement, the surprisal gate's
-    low-salience demotion, and the discount of a memory found one hop further by the
-    entity-feedback pass; plus the anchor ranks ``bm25_rank`` and ``dense_rank``),
+    ``echo``, ``superseded``, ``salience``, ``hop``, ``reply`` and ``focus``: the demotion
+    of an assistant echo, the version ranking of an outdated version and its replacement,
+    the surprisal gate's low-salience demotion, the discount of a memory found one hop
+    further by the entity-feedback pass, a reply's lift from the question it answers, and
+    the demotion of other speakers' turns when the question names one; plus the anchor ranks ``bm25_rank`` and ``dense_rank``),
     ``path`` (node ids along which activation reached it) and ``metadata`` (what was stored
     with the turn). The score is ``sum(weights[n] * components[n]) + echo + superseded +
-    salience + hop`` (see :func:`score_terms`).
+    salience + hop + reply + focus`` (see :func:`score_terms`).
     """
     d = item.to_dict()
     return {
@@ -110,7 +111,7 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
         "score": d["score"],
         "components": {key: d[key] for key in
                        ("similarity", "activation", "pagerank", "lexical", "distinct", "echo",
-                        "superseded", "salience", "hop", "weights", "bm25_rank",
+                        "superseded", "salience", "hop", "reply", "focus", "weights", "bm25_rank",
                          "dense_rank")},
         "path": d["path"],
         "concepts": d["concepts"],
@@ -122,7 +123,8 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
 
 def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
     """The score of a memory as a sum, from its ``components`` metadata: ``weight x value``
-    per weighted component, plus ``echo``, ``superseded``, ``salience`` and ``hop``. Empty when the retrieval model used its own score.
+    per weighted component, plus ``echo``, ``superseded``, ``salience``, ``hop``, ``reply``
+    and ``focus``. Empty when the retrieval model used its own score.
 
     >>> terms = score_terms({"similarity": 0.8, "activation": 0.5, "pagerank": 1.0,
     ...     "lexical": 0.5, "echo": 0.0, "weights": {"similarity": 0.5, "activation": 0.3,

@@ -137,6 +137,16 @@ class SynapseConfig:
             0 is the paper's single pass. See docs/benchmarks.md, "Bridges by default".
         feedback_weight: weight of the entities' mean embedding added to the (unit) query
             vector by ``entity_feedback``.
+        reply_weight: a turn that answers the question asked right before it (by another
+            speaker, not the assistant) scores at least this share of that question's
+            score, and is a candidate whenever the question is
+            (:func:`~synapse_integrations.core.conversation.lift_replies`); 0 switches it
+            off. The default is the spreading factor's 0.8: a reply is one hop from its
+            question. See docs/benchmarks.md, "Conversational context".
+        named_speaker_weight: when a question names exactly one of the memory's speakers,
+            the other speakers' turns score this share of their score
+            (:func:`~synapse_integrations.core.conversation.focus_speaker`); 1 switches it
+            off.
         gate_signal / gate_tau: reject when the top item's signal is below ``gate_tau``.
             ``"activation"`` (the paper): its activation; ``"similarity"``: its cosine with
             the query; ``"score"``: its hybrid score.
@@ -230,6 +240,8 @@ class SynapseConfig:
     score_all_nodes: bool = False
     entity_feedback: int = 2
     feedback_weight: float = 0.5
+    reply_weight: float = 0.8
+    named_speaker_weight: float = 0.85
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
     gate_attribution_margin: float = 0.05
@@ -279,7 +291,7 @@ class SynapseConfig:
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
                      "distinct_similarity_ratio", "gate_presence_min", "surprisal_tau",
-                     "gate_presence_similarity",
+                     "gate_presence_similarity", "reply_weight", "named_speaker_weight",
                      "low_salience_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")

@@ -77,10 +77,14 @@ class ScoreComponents:
     # the feedback hop's discount (<= 0): an item ranked by the entity-feedback pass, one
     # hop further from the question, scores spreading_factor x its second-pass score
     hop: float = 0.0
+    # the conversation (core/conversation.py): a reply's lift from the question it answers
+    # (>= 0), and the demotion of another speaker's turn when the question names one (<= 0)
+    reply: float = 0.0
+    focus: float = 0.0
 
     def terms(self) -> dict[str, float]:
         """The score as a sum: ``weight x value`` per weighted component, plus the ``echo``,
-        ``superseded``, ``salience`` and ``hop`` adjustments. Their sum is the item's score
+        ``superseded``, ``salience``, ``hop``, ``reply`` and ``focus`` adjustments. Their sum is the item's score
         (empty when the model used its own score).
 
         >>> c = ScoreComponents(0.8, 0.5, 1.0, lexical=0.5, weights={"similarity": 0.5,
@@ -95,6 +99,8 @@ class ScoreComponents:
         out["superseded"] = self.superseded
         out["salience"] = self.salience
         out["hop"] = self.hop
+        out["reply"] = self.reply
+        out["focus"] = self.focus
         return out
 
 
@@ -139,6 +145,8 @@ class RetrievedItem:
             "superseded": self.components.superseded,
             "salience": self.components.salience,
             "hop": self.components.hop,
+            "reply": self.components.reply,
+            "focus": self.components.focus,
             "weights": None if self.components.weights is None else dict(self.components.weights),
             "speaker": self.speaker,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,

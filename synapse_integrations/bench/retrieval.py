@@ -75,7 +75,7 @@ logger = logging.getLogger(__name__)
 RRF_DEPTH = 100
 DEFAULT_KS: tuple[int, ...] = (5, 10, 30)
 _ABLATIONS = ("no-gate", "no-inhibition", "no-fan", "no-decay", "no-pagerank",
-              "no-activation", "no-graph", "no-feedback")
+              "no-activation", "no-graph", "no-feedback", "no-context")
 #: Options of the engine that are off by default, measured as methods of their own
 #: (``presets.BENCH_OPTIONS``); the lifecycle options run only when named.
 OPTIONS: dict[str, dict[str, Any]] = {**BENCH_OPTIONS, **LIFECYCLE_OPTIONS}

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..config import SynapseConfig
 from ..errors import InvalidInputError, InvalidTypeError
 from ..types import RetrievalResult, RetrievedItem, ScoreComponents
-from . import echoes, gate, scoring
+from . import conversation, echoes, gate, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
@@ -130,6 +130,8 @@ class Pass:
     echo: np.ndarray  # the echo demotion (0, or negative): core/echoes.py
     superseded: np.ndarray  # version ranking (core/reconsolidation.py): older below newer
     salience: np.ndarray  # the low-salience demotion (core/surprisal.py; 0, or negative)
+    reply: np.ndarray  # a reply's lift from its question (core/conversation.py; 0, or positive)
+    focus: np.ndarray  # the other speakers' demotion (core/conversation.py; 0, or negative)
     parents: np.ndarray | None
     dense_rank: dict[str, int]
     bm25_rank: dict[str, int]
@@ -250,10 +252,14 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         activated = {view.ids[i] for i in active[act_all[active] >= cfg.dormancy_epsilon]}
         reached = active if act.reached is None else np.asarray(act.reached, dtype=np.int64)
         cand = np.arange(view.n) if cfg.score_all_nodes else np.union1d(anchors.indices, reached)
+        if cfg.reply_weight > 0:  # the answers to the questions found
+            cand = conversation.with_replies(view, cand)
         activation = act_all[cand]
         own_score = None if act.score is None else np.asarray(act.score, dtype=np.float64)[cand]
     else:
         cand = np.arange(view.n) if cfg.score_all_nodes else anchors.indices
+        if cfg.reply_weight > 0:
+            cand = conversation.with_replies(view, cand)
         activation = np.zeros(cand.size)
     sim = sim_all[cand].astype(np.float64)
     pr = state.graph.pagerank_array(cand) if cfg.uses_pagerank else np.zeros(cand.size)
@@ -282,14 +288,18 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         score = rank_recent(view, cand, score, state.bm25.idf, asked, tense=tense)
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
+    # the conversation: a reply scores with its question, the named speaker's turns first
+    score, reply = conversation.lift_replies(view, cand, score, cfg.reply_weight)
+    score, focus = conversation.focus_speaker(view, cand, score, asked,
+                                              cfg.named_speaker_weight)
     if scope.returnable is None:
         order = scoring.top_k(score, min(k, cand.size))
     else:
         keep = np.flatnonzero(scope.returnable[cand])
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
     return Pass(cand, order, score, sim, activation, pr, lexical, distinct, echo, superseded,
-                salience, parents, anchors.dense_rank, anchors.bm25_rank, activated,
-                own_score is not None, spikes)
+                salience, reply, focus, parents, anchors.dense_rank, anchors.bm25_rank,
+                activated, own_score is not None, spikes)
 
 
 def _spikes(view: Compiled, act: Activation) -> Spikes | None:
@@ -400,7 +410,8 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
                 pick(first.activation, second.activation), pick(first.pr, second.pr),
                 pick(first.lexical, second.lexical), pick(first.distinct, second.distinct),
                 pick(first.echo, second.echo), pick(first.superseded, second.superseded),
-                pick(first.salience, second.salience), first.parents,
+                pick(first.salience, second.salience), pick(first.reply, second.reply),
+                pick(first.focus, second.focus), first.parents,
                 first.dense_rank, first.bm25_rank,  # each item shows its own pass's (_item)
                 second.activated, first.own_score, first.spikes, hop,
                 from_second.astype(np.int8))
@@ -476,7 +487,8 @@ def _item(state: MemoryState, view: Compiled, run: Pass, j: int, passes: Sequenc
                            float(run.lexical[j]) if run.lexical is not None else 0.0,
                            float(run.distinct[j]) if run.distinct is not None else 0.0,
                            float(run.echo[j]), weights, float(run.superseded[j]),
-                           float(run.salience[j]), 0.0 if run.hop is None else float(run.hop[j]))
+                           float(run.salience[j]), 0.0 if run.hop is None else float(run.hop[j]),
+                           float(run.reply[j]), float(run.focus[j]))
     return build_item(state, view, int(run.cand[j]), float(run.score[j]), comp, own.parents,
                       activation)
 

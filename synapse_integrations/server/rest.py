@@ -154,6 +154,8 @@ class ComponentsOut(BaseModel):
     superseded: float = 0.0
     salience: float = 0.0
     hop: float = 0.0
+    reply: float = 0.0
+    focus: float = 0.0
     weights: Optional[dict[str, float]] = None
 
 

@@ -1,0 +1,158 @@
+"""Conversational context: what a turn means depends on the turn it answers and on who
+said it.
+
+Two signals of a dialogue that neither the turn's own words nor the graph's concepts carry:
+
+1. **Replies** (:func:`lift_replies`). "She moved to Chicago." or "I'm a teacher." says
+   little on its own; the question it answers ("Which city does Rachel live in?", "What do
+   you do for work?") holds the words a later question repeats. A turn *replies to* the
+   turn stored right before it (ingestion order) when that turn is by another speaker,
+   asks something (holds a ``?``) and came at most :data:`REPLY_WINDOW` seconds earlier
+   (event time; always when either time is unknown). A reply is a candidate whenever its
+   question is (:func:`with_replies`), and scores the better of its own score and
+   ``weight`` times its question's: one hop from what the question found, paying what a
+   hop pays (the spreading factor, as the entity-feedback pass does). Replies by the
+   assistant are left alone: an assistant answers *about the world*, and lifting its long
+   answers above the user's own statements cost LongMemEval 2.8 points of recall@5
+   (docs/benchmarks.md, "Conversational context").
+2. **Named speakers** (:func:`focus_speaker`). A question that names exactly one of the
+   memory's speakers ("What pets does Nate have?") is answered by that speaker's own turns
+   far more often than by the others' (on LoCoMo dev 96% of the evidence turns of such
+   questions, against 85% of what retrieval ranked in the top 10 before): the other
+   speakers' turns score ``weight`` of their score. A question naming two speakers, or
+   none, is left alone.
+
+Both are reported as score components (``reply`` >= 0, ``speaker`` <= 0), so an item's
+terms still add up to its score.
+
+>>> import numpy as np
+>>> from synapse_integrations.core.graph import Compiled
+>>> v = Compiled.from_arrays(["q", "a", "b"], np.eye(3), src=[], dst=[], weight=[],
+...     is_episode=[True] * 3, attrs={"seq": [1, 2, 3], "ts": [0.0, 5.0, 9.0],
+...     "speaker": ["Ann", "Bo", "Ann"], "metadata": [{}] * 3,
+...     "text": ["Ann: Where do you work?", "Bo: At the bakery.", "Ann: Cool."]})
+>>> replies_to(v).tolist()
+[-1, 0, -1]
+>>> score, lift = lift_replies(v, np.array([0, 1]), np.array([0.9, 0.2]), 0.8)
+>>> score.round(2).tolist(), lift.round(2).tolist()
+([0.9, 0.72], [0.0, 0.52])
+>>> focus_speaker(v, np.arange(3), np.array([0.5, 0.5, 0.5]), "What does Bo do?", 0.8)[0]
+array([0.4, 0.5, 0.4])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .echoes import is_role
+from .tokens import tokenize
+
+__all__ = ["REPLY_WINDOW", "focus_speaker", "lift_replies", "named_speaker", "replies_to",
+           "with_replies"]
+
+#: Longest pause (event-time seconds) between a question and the turn that answers it.
+REPLY_WINDOW = 600.0
+
+
+def _replies(view: Any) -> np.ndarray:
+    """Compiled index of the question each node replies to (-1: none); see the module
+    docstring. Vectorised but for the few pairs left to check for the assistant's role."""
+    out = np.full(view.n, -1, dtype=np.int64)
+    episodes = np.flatnonzero(view.is_episode)
+    if episodes.size < 2:
+        return out
+    seq_all = view.node_values("seq", 0)
+    episodes = episodes[np.argsort([seq_all[i] or 0 for i in episodes.tolist()], kind="stable")]
+    order = episodes.tolist()
+    speakers_all, texts, ts_all = (view.node_values(a) for a in ("speaker", "text", "ts"))
+    speakers = [speakers_all[i] for i in order]
+    asks = np.fromiter(("?" in (texts[i] or "") for i in order[:-1]), dtype=bool,
+                       count=len(order) - 1)
+    other = np.fromiter((x != y for x, y in zip(speakers, speakers[1:])), dtype=bool,
+                        count=len(order) - 1)
+    ts = np.array([np.nan if ts_all[i] is None else ts_all[i] for i in order], dtype=np.float64)
+    gap = np.diff(ts)
+    with np.errstate(invalid="ignore"):
+        timely = np.isnan(gap) | ((gap >= 0) & (gap <= REPLY_WINDOW))
+    q, a = episodes[:-1], episodes[1:]
+    ok = np.flatnonzero(asks & timely & other)
+    metas = view.node_values("metadata")
+    for j in ok.tolist():
+        if not is_role({"speaker": speakers_all[a[j]], "metadata": metas[a[j]] or {}}, "assistant"):
+            out[a[j]] = q[j]
+    return out
+
+
+def replies_to(view: Any) -> np.ndarray:
+    """The question each node of the view replies to (compiled index, -1 for none);
+    derived once per compiled view."""
+    return view.derived("replies", _replies)
+
+
+def with_replies(view: Any, cand: np.ndarray) -> np.ndarray:
+    """``cand`` (sorted indices) plus the replies to the questions among them."""
+    asked = replies_to(view)
+    answers = np.flatnonzero(asked >= 0)
+    if answers.size == 0 or cand.size == 0:
+        return cand
+    member = np.zeros(view.n, dtype=bool)
+    member[cand] = True
+    extra = answers[member[asked[answers]] & ~member[answers]]
+    return cand if extra.size == 0 else np.union1d(cand, extra)
+
+
+def lift_replies(view: Any, cand: np.ndarray, score: np.ndarray, weight: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Each reply among ``cand`` scores the better of its score and ``weight`` times its
+    question's (when the question is a candidate too). Returns the scores and the lift per
+    candidate (0, or positive)."""
+    score = np.asarray(score, dtype=np.float64)
+    lift = np.zeros(score.shape)
+    if weight <= 0 or cand.size == 0:
+        return score, lift
+    asked = replies_to(view)[cand]
+    replies = np.flatnonzero(asked >= 0)
+    if replies.size == 0:
+        return score, lift
+    position = np.full(view.n, -1, dtype=np.int64)
+    position[cand] = np.arange(cand.size)
+    pos = position[asked[replies]]
+    ok = pos >= 0
+    replies, pos = replies[ok], pos[ok]
+    lift[replies] = np.maximum(weight * score[pos] - score[replies], 0.0)
+    return score + lift, lift
+
+
+def _speaker_words(view: Any) -> dict[str, frozenset[str]]:
+    names = view.node_values("speaker")
+    speakers = {names[i] for i in np.flatnonzero(view.is_episode) if names[i]}
+    return {s: frozenset(tokenize(str(s))) for s in speakers}
+
+
+def named_speaker(view: Any, query: str) -> str | None:
+    """The one speaker of the memory whose name (every word of it) the question holds;
+    None when it names none or several."""
+    words = set(tokenize(query))
+    named = [s for s, w in view.derived("speaker-words", _speaker_words).items()
+             if w and w <= words]
+    return named[0] if len(named) == 1 else None
+
+
+def focus_speaker(view: Any, cand: np.ndarray, score: np.ndarray, query: str, weight: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Scores with the turns of speakers other than the one the question names at
+    ``weight`` of their score. Returns the scores and the change (0, or negative)."""
+    score = np.asarray(score, dtype=np.float64)
+    change = np.zeros(score.shape)
+    if weight >= 1.0 or cand.size == 0:
+        return score, change
+    who = named_speaker(view, query)
+    if who is None:
+        return score, change
+    speakers = view.node_values("speaker")
+    other = np.fromiter((view.is_episode[c] and speakers[c] != who for c in cand.tolist()),
+                        dtype=bool, count=cand.size)
+    change[other] = (weight - 1.0) * np.abs(score[other])  # a demotion whatever the sign
+    return score + change, change

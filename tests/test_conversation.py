@@ -1,0 +1,144 @@
+"""Conversational context (core/conversation.py): replies scored with their question, and
+the focus on the speaker a question names. Kernels against hand-computed values, then the
+real engine (real MiniLM, real Chroma)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from synapse_integrations import SynapseConfig
+from synapse_integrations.core.conversation import (REPLY_WINDOW, focus_speaker, lift_replies,
+                                                    named_speaker, replies_to, with_replies)
+from synapse_integrations.core.graph import Compiled
+from synapse_integrations.errors import ConfigError
+
+
+def _view(rows, concepts=0):
+    """A compiled view of episodes ``(speaker, text, ts, role)`` in ingestion order, plus
+    ``concepts`` concept nodes at the end."""
+    n = len(rows) + concepts
+    ids = [f"e{i}" for i in range(len(rows))] + [f"c{i}" for i in range(concepts)]
+    pad = [None] * concepts
+    return Compiled.from_arrays(
+        ids, np.eye(n), src=[], dst=[], weight=[], is_episode=[True] * len(rows) + [False] * concepts,
+        attrs={"seq": [i + 1 for i in range(len(rows))] + pad,
+               "speaker": [r[0] for r in rows] + pad, "text": [r[1] for r in rows] + pad,
+               "ts": [r[2] for r in rows] + pad,
+               "metadata": [{"role": r[3]} if r[3] else {} for r in rows] + pad})
+
+
+def test_a_reply_is_the_next_turn_by_another_speaker_after_a_question():
+    v = _view([("Ann", "Ann: Where do you work?", 0.0, None),          # e0 asks
+               ("Bo", "Bo: At the bakery.", 5.0, None),                 # e1 answers e0
+               ("Bo", "Bo: And you?", 6.0, None),                       # e2 same speaker as e1
+               ("Ann", "Ann: At the docks.", 7.0, None),                # e3 answers e2
+               ("Bo", "Bo: Nice.", 8.0, None),                          # e4: e3 asked nothing
+               ("Ann", "Ann: Any news?", 100.0, None),                  # e5
+               ("Bo", "Bo: I moved.", 100.0 + REPLY_WINDOW + 1, None),  # e6: too late
+               ("user", "user: Which lamp should I buy?", None, "user"),  # e7
+               ("assistant", "A brass one.", None, "assistant"),      # e8: the assistant's
+               ("user", "user: Which one is cheaper?", None, "user"),   # e9
+               ("Cy", "Cy: The blue one.", None, None)])                # e10: times unknown
+    assert replies_to(v).tolist() == [-1, 0, -1, 2, -1, -1, -1, -1, -1, -1, 9]
+
+
+def test_replies_follow_ingestion_order_not_position():
+    v = Compiled.from_arrays(["a", "q"], np.eye(2), src=[], dst=[], weight=[], is_episode=[True, True],
+                             attrs={"seq": [2, 1], "speaker": ["Bo", "Ann"], "ts": [1.0, 0.0],
+                                    "text": ["Bo: Fine.", "Ann: How are you?"], "metadata": [{}, {}]})
+    assert replies_to(v).tolist() == [1, -1]
+
+
+def test_with_replies_adds_the_answers_of_candidate_questions_only():
+    v = _view([("Ann", "Where do you work?", 0.0, None), ("Bo", "At the bakery.", 1.0, None),
+               ("Ann", "Do you like it?", 2.0, None), ("Bo", "Very much.", 3.0, None)])
+    assert with_replies(v, np.array([0])).tolist() == [0, 1]
+    assert with_replies(v, np.array([0, 2])).tolist() == [0, 1, 2, 3]
+    assert with_replies(v, np.array([1])).tolist() == [1]  # 1 asks nothing
+    assert with_replies(v, np.array([], dtype=np.int64)).tolist() == []
+
+
+def test_a_reply_keeps_the_better_of_its_score_and_weight_times_its_question():
+    v = _view([("Ann", "Where do you work?", 0.0, None), ("Bo", "At the bakery.", 1.0, None),
+               ("Ann", "Do you like it?", 2.0, None), ("Bo", "Very much, the bread is great.", 3.0, None)])
+    cand = np.arange(4)
+    score, lift = lift_replies(v, cand, np.array([0.9, 0.3, 0.5, 0.6]), 0.8)
+    # e1: max(0.3, 0.8 x 0.9) = 0.72; e3: max(0.6, 0.8 x 0.5 = 0.4) = 0.6 (no lift)
+    assert score.tolist() == pytest.approx([0.9, 0.72, 0.5, 0.6])
+    assert lift.tolist() == pytest.approx([0.0, 0.42, 0.0, 0.0])
+    # the question not a candidate: nothing to inherit
+    score, lift = lift_replies(v, np.array([1, 3]), np.array([0.3, 0.6]), 0.8)
+    assert score.tolist() == [0.3, 0.6] and not lift.any()
+    # off
+    assert not lift_replies(v, cand, np.array([0.9, 0.3, 0.5, 0.6]), 0.0)[1].any()
+
+
+def test_focus_demotes_the_other_speakers_turns_when_one_speaker_is_named():
+    v = _view([("Nate", "Nate: I adopted a dog.", 0.0, None), ("Joanna", "Joanna: Cute!", 1.0, None),
+               ("Joanna", "Joanna: I write scripts.", 2.0, None)], concepts=1)
+    cand = np.arange(4)
+    base = np.array([0.6, 0.5, -0.2, 0.4])
+    score, change = focus_speaker(v, cand, base, "What pets does Nate have?", 0.85)
+    # Joanna's turns at 0.85 of their score (a negative one lowered too); the concept stays
+    assert score.tolist() == pytest.approx([0.6, 0.425, -0.23, 0.4])
+    assert change.tolist() == pytest.approx([0.0, -0.075, -0.03, 0.0])
+    assert named_speaker(v, "What pets does Nate have?") == "Nate"
+    # two speakers named, or none: nothing changes
+    for q in ("Did Nate and Joanna both adopt pets?", "Who adopted a dog?"):
+        assert named_speaker(v, q) is None
+        assert not focus_speaker(v, cand, base, q, 0.85)[1].any()
+    assert not focus_speaker(v, cand, base, "What pets does Nate have?", 1.0)[1].any()
+
+
+@pytest.mark.parametrize("field,value", [("reply_weight", -0.1), ("reply_weight", 1.5),
+                                         ("named_speaker_weight", 2.0)])
+def test_weights_out_of_range_are_config_errors(field, value):
+    with pytest.raises(ConfigError, match=field):
+        SynapseConfig(**{field: value})
+
+
+T0 = datetime(2024, 3, 1, 18, 0, tzinfo=timezone.utc)
+TURNS = [
+    ("Sam", "Dana, what do you do for work these days?"),
+    ("Dana", "I restore old violins in a little workshop by the harbour."),
+    ("Sam", "Work has been hectic for me, the quarterly report is due on Friday."),
+    ("Dana", "Hang in there! Deadlines at work are the worst."),
+    ("Sam", "My manager at work wants the slides redone again."),
+    ("Dana", "I went kayaking on Sunday, the lake was calm."),
+    ("Sam", "I started a pottery class on Tuesdays."),
+    ("Dana", "I bake sourdough every weekend now."),
+    ("Dana", "Work emails never stop for me, even on weekends."),
+    ("Dana", "My friends from work are coming over for dinner."),
+]
+
+
+def _fill(memory):
+    memory.add_turns([{"text": f"{who}: {text}", "speaker": who, "timestamp": T0 + timedelta(seconds=i)}
+                      for i, (who, text) in enumerate(TURNS)])
+    return {d["text"].split(": ", 1)[1]: n for n, d in memory.graph.nodes(data=True) if d["kind"] == "episode"}
+
+
+def test_engine_ranks_the_answer_with_its_question(memory):
+    ids = _fill(memory)
+    answer, question = ids[TURNS[1][1]], ids[TURNS[0][1]]
+    off = SynapseConfig(reply_weight=0.0, named_speaker_weight=1.0)
+    ask = "What does Dana do for work?"
+    ranked = lambda res: [it.id for it in res.episodes()]  # noqa: E731
+    before = ranked(memory.retrieve(ask, k=8, config=off))
+    res = memory.retrieve(ask, k=8)
+    after = ranked(res)
+    assert after.index(answer) < before.index(answer), (before, after)
+    item = next(it for it in res.items if it.id == answer)
+    asked = next(it for it in res.items if it.id == question)
+    terms = item.components.terms()
+    assert terms["reply"] > 0  # lifted: 0.8 x its question's score (before the focus on Dana)
+    assert item.score == pytest.approx(memory.config.reply_weight
+                                       * (asked.score - asked.components.focus))
+    assert sum(terms.values()) == pytest.approx(item.score)
+    # the question names Dana: Sam's turns are demoted, Dana's are not
+    for it in res.episodes():
+        assert (it.components.focus < 0) == (it.speaker == "Sam" and it.score > 0), it
+    assert memory.retrieve(ask, k=8, config=off).items[0].components.focus == 0.0
