@@ -145,8 +145,11 @@ class SynapseConfig:
             question. See docs/benchmarks.md, "Conversational context".
         named_speaker_weight: when a question names exactly one of the memory's speakers,
             the other speakers' turns score this share of their score
-            (:func:`~synapse_integrations.core.conversation.focus_speaker`); 1 switches it
-            off.
+            (:func:`~synapse_integrations.core.focus.focus`); 1 switches it off.
+        date_weight: when a question names a date ("on 25 May, 2022", "in May 2022"), the
+            turns outside that day, month or year (one day's slack on each side) score this
+            share of their score, and the period's own turns join the dense trigger's
+            anchors (:mod:`~synapse_integrations.core.focus`); 1 switches it off.
         gate_signal / gate_tau: reject when the top item's signal is below ``gate_tau``.
             ``"activation"`` (the paper): its activation; ``"similarity"``: its cosine with
             the query; ``"score"``: its hybrid score.
@@ -242,6 +245,7 @@ class SynapseConfig:
     feedback_weight: float = 0.5
     reply_weight: float = 0.8
     named_speaker_weight: float = 0.85
+    date_weight: float = 0.7
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
     gate_attribution_margin: float = 0.05
@@ -291,7 +295,7 @@ class SynapseConfig:
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
                      "distinct_similarity_ratio", "gate_presence_min", "surprisal_tau",
-                     "gate_presence_similarity", "reply_weight", "named_speaker_weight",
+                     "gate_presence_similarity", "reply_weight", "named_speaker_weight", "date_weight",
                      "low_salience_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")

@@ -1,6 +1,6 @@
-"""Conversational context (core/conversation.py): replies scored with their question, and
-the focus on the speaker a question names. Kernels against hand-computed values, then the
-real engine (real MiniLM, real Chroma)."""
+"""Conversational context (core/conversation.py): replies scored with their question; and
+the focus on the speaker a question names (core/focus.py) in the engine. Kernels against
+hand-computed values, then the real engine (real MiniLM, real Chroma)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from synapse_integrations import SynapseConfig
-from synapse_integrations.core.conversation import (REPLY_WINDOW, focus_speaker, lift_replies,
-                                                    named_speaker, replies_to, with_replies)
+from synapse_integrations.core.conversation import REPLY_WINDOW, lift_replies, replies_to, with_replies
 from synapse_integrations.core.graph import Compiled
 from synapse_integrations.errors import ConfigError
 
@@ -76,25 +75,8 @@ def test_a_reply_keeps_the_better_of_its_score_and_weight_times_its_question():
     assert not lift_replies(v, cand, np.array([0.9, 0.3, 0.5, 0.6]), 0.0)[1].any()
 
 
-def test_focus_demotes_the_other_speakers_turns_when_one_speaker_is_named():
-    v = _view([("Nate", "Nate: I adopted a dog.", 0.0, None), ("Joanna", "Joanna: Cute!", 1.0, None),
-               ("Joanna", "Joanna: I write scripts.", 2.0, None)], concepts=1)
-    cand = np.arange(4)
-    base = np.array([0.6, 0.5, -0.2, 0.4])
-    score, change = focus_speaker(v, cand, base, "What pets does Nate have?", 0.85)
-    # Joanna's turns at 0.85 of their score (a negative one lowered too); the concept stays
-    assert score.tolist() == pytest.approx([0.6, 0.425, -0.23, 0.4])
-    assert change.tolist() == pytest.approx([0.0, -0.075, -0.03, 0.0])
-    assert named_speaker(v, "What pets does Nate have?") == "Nate"
-    # two speakers named, or none: nothing changes
-    for q in ("Did Nate and Joanna both adopt pets?", "Who adopted a dog?"):
-        assert named_speaker(v, q) is None
-        assert not focus_speaker(v, cand, base, q, 0.85)[1].any()
-    assert not focus_speaker(v, cand, base, "What pets does Nate have?", 1.0)[1].any()
-
-
 @pytest.mark.parametrize("field,value", [("reply_weight", -0.1), ("reply_weight", 1.5),
-                                         ("named_speaker_weight", 2.0)])
+                                         ("named_speaker_weight", 2.0), ("date_weight", -1.0)])
 def test_weights_out_of_range_are_config_errors(field, value):
     with pytest.raises(ConfigError, match=field):
         SynapseConfig(**{field: value})

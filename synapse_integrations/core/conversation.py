@@ -1,29 +1,20 @@
-"""Conversational context: what a turn means depends on the turn it answers and on who
-said it.
+"""Conversational context: what a short turn means depends on the turn it answers.
 
-Two signals of a dialogue that neither the turn's own words nor the graph's concepts carry:
+"She moved to Chicago." or "I'm a teacher." says
+little on its own; the question it answers ("Which city does Rachel live in?", "What do
+you do for work?") holds the words a later question repeats. A turn *replies to* the
+turn stored right before it (ingestion order) when that turn is by another speaker,
+asks something (holds a ``?``) and came at most :data:`REPLY_WINDOW` seconds earlier
+(event time; always when either time is unknown). A reply is a candidate whenever its
+question is (:func:`with_replies`), and scores the better of its own score and
+``weight`` times its question's: one hop from what the question found, paying what a
+hop pays (the spreading factor, as the entity-feedback pass does). Replies by the
+assistant are left alone: an assistant answers *about the world*, and lifting its long
+answers above the user's own statements cost LongMemEval 2.8 points of recall@5
+(docs/benchmarks.md, "Conversational context").
 
-1. **Replies** (:func:`lift_replies`). "She moved to Chicago." or "I'm a teacher." says
-   little on its own; the question it answers ("Which city does Rachel live in?", "What do
-   you do for work?") holds the words a later question repeats. A turn *replies to* the
-   turn stored right before it (ingestion order) when that turn is by another speaker,
-   asks something (holds a ``?``) and came at most :data:`REPLY_WINDOW` seconds earlier
-   (event time; always when either time is unknown). A reply is a candidate whenever its
-   question is (:func:`with_replies`), and scores the better of its own score and
-   ``weight`` times its question's: one hop from what the question found, paying what a
-   hop pays (the spreading factor, as the entity-feedback pass does). Replies by the
-   assistant are left alone: an assistant answers *about the world*, and lifting its long
-   answers above the user's own statements cost LongMemEval 2.8 points of recall@5
-   (docs/benchmarks.md, "Conversational context").
-2. **Named speakers** (:func:`focus_speaker`). A question that names exactly one of the
-   memory's speakers ("What pets does Nate have?") is answered by that speaker's own turns
-   far more often than by the others' (on LoCoMo dev 96% of the evidence turns of such
-   questions, against 85% of what retrieval ranked in the top 10 before): the other
-   speakers' turns score ``weight`` of their score. A question naming two speakers, or
-   none, is left alone.
-
-Both are reported as score components (``reply`` >= 0, ``speaker`` <= 0), so an item's
-terms still add up to its score.
+The lift is reported as the ``reply`` score component (>= 0), so an item's terms still add
+up to its score. (What a question names, a speaker or a date, is :mod:`.focus`.)
 
 >>> import numpy as np
 >>> from synapse_integrations.core.graph import Compiled
@@ -36,8 +27,6 @@ terms still add up to its score.
 >>> score, lift = lift_replies(v, np.array([0, 1]), np.array([0.9, 0.2]), 0.8)
 >>> score.round(2).tolist(), lift.round(2).tolist()
 ([0.9, 0.72], [0.0, 0.52])
->>> focus_speaker(v, np.arange(3), np.array([0.5, 0.5, 0.5]), "What does Bo do?", 0.8)[0]
-array([0.4, 0.5, 0.4])
 """
 
 from __future__ import annotations
@@ -47,10 +36,8 @@ from typing import Any
 import numpy as np
 
 from .echoes import is_role
-from .tokens import tokenize
 
-__all__ = ["REPLY_WINDOW", "focus_speaker", "lift_replies", "named_speaker", "replies_to",
-           "with_replies"]
+__all__ = ["REPLY_WINDOW", "lift_replies", "replies_to", "with_replies"]
 
 #: Longest pause (event-time seconds) between a question and the turn that answers it.
 REPLY_WINDOW = 600.0
@@ -123,36 +110,3 @@ def lift_replies(view: Any, cand: np.ndarray, score: np.ndarray, weight: float
     replies, pos = replies[ok], pos[ok]
     lift[replies] = np.maximum(weight * score[pos] - score[replies], 0.0)
     return score + lift, lift
-
-
-def _speaker_words(view: Any) -> dict[str, frozenset[str]]:
-    names = view.node_values("speaker")
-    speakers = {names[i] for i in np.flatnonzero(view.is_episode) if names[i]}
-    return {s: frozenset(tokenize(str(s))) for s in speakers}
-
-
-def named_speaker(view: Any, query: str) -> str | None:
-    """The one speaker of the memory whose name (every word of it) the question holds;
-    None when it names none or several."""
-    words = set(tokenize(query))
-    named = [s for s, w in view.derived("speaker-words", _speaker_words).items()
-             if w and w <= words]
-    return named[0] if len(named) == 1 else None
-
-
-def focus_speaker(view: Any, cand: np.ndarray, score: np.ndarray, query: str, weight: float
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Scores with the turns of speakers other than the one the question names at
-    ``weight`` of their score. Returns the scores and the change (0, or negative)."""
-    score = np.asarray(score, dtype=np.float64)
-    change = np.zeros(score.shape)
-    if weight >= 1.0 or cand.size == 0:
-        return score, change
-    who = named_speaker(view, query)
-    if who is None:
-        return score, change
-    speakers = view.node_values("speaker")
-    other = np.fromiter((view.is_episode[c] and speakers[c] != who for c in cand.tolist()),
-                        dtype=bool, count=cand.size)
-    change[other] = (weight - 1.0) * np.abs(score[other])  # a demotion whatever the sign
-    return score + change, change

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..config import SynapseConfig
 from ..errors import InvalidInputError, InvalidTypeError
 from ..types import RetrievalResult, RetrievedItem, ScoreComponents
-from . import conversation, echoes, gate, scoring
+from . import conversation, echoes, focus, gate, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
@@ -131,7 +131,7 @@ class Pass:
     superseded: np.ndarray  # version ranking (core/reconsolidation.py): older below newer
     salience: np.ndarray  # the low-salience demotion (core/surprisal.py; 0, or negative)
     reply: np.ndarray  # a reply's lift from its question (core/conversation.py; 0, or positive)
-    focus: np.ndarray  # the other speakers' demotion (core/conversation.py; 0, or negative)
+    focus: np.ndarray  # outside what the question names (core/focus.py; 0, or negative)
     parents: np.ndarray | None
     dense_rank: dict[str, int]
     bm25_rank: dict[str, int]
@@ -200,10 +200,12 @@ def _anchor_scope(view: Compiled, cfg: SynapseConfig, allowed: np.ndarray | None
 
 def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
              sim_all: np.ndarray, allowed: np.ndarray | None = None,
-             lex_all: np.ndarray | None = None) -> Anchors:
+             lex_all: np.ndarray | None = None, dated: np.ndarray | None = None) -> Anchors:
     """The dual trigger (section 3.2): dense and BM25 anchors, among the ``allowed``
     nodes (all when None). ``lex_all``: the BM25 scores of ``text`` over the view, when
-    the caller has them already."""
+    the caller has them already. ``dated``: the turns of the dates the question names
+    (:func:`~synapse_integrations.core.focus.date_scope`); their dense top ``anchor_top_k``
+    are anchors too (without a dense rank of their own)."""
     dense_rank: dict[str, int] = {}
     bm25_rank: dict[str, int] = {}
     if cfg.use_dense:
@@ -217,7 +219,12 @@ def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
             lex = np.where(allowed, lex, 0.0)
         top = [i for i in scoring.top_k(lex, cfg.anchor_top_k) if lex[i] > 0]
         bm25_rank = {view.ids[i]: r + 1 for r, i in enumerate(top)}
-    indices = np.array(sorted({view.index[i] for i in (*dense_rank, *bm25_rank)}), dtype=np.int64)
+    picked = {view.index[i] for i in (*dense_rank, *bm25_rank)}
+    if dated is not None and cfg.use_dense:
+        inside = dated if allowed is None else dated & allowed
+        sims = np.where(inside, sim_all, -np.inf)
+        picked.update(int(i) for i in scoring.top_k(sims, min(cfg.anchor_top_k, int(inside.sum()))))
+    indices = np.array(sorted(picked), dtype=np.int64)
     return Anchors(dense_rank, bm25_rank, indices)
 
 
@@ -235,8 +242,9 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     # the query's BM25 scores over the view, once for the trigger and the lexical term
     lex_all = state.bm25.scores_for(text, view.index, view.n) \
         if cfg.use_bm25 or cfg.uses_lexical_score else None
+    dated = focus.date_scope(view, asked, at) if cfg.date_weight < 1.0 else None
     anchors = triggers(view, state, cfg, text, sim_all, _anchor_scope(view, cfg, scope.anchors),
-                       lex_all)
+                       lex_all, dated)
     if anchors.indices.size == 0:
         return None
     parents = None
@@ -288,17 +296,18 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         score = rank_recent(view, cand, score, state.bm25.idf, asked, tense=tense)
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
-    # the conversation: a reply scores with its question, the named speaker's turns first
+    # the conversation: a reply scores with its question
     score, reply = conversation.lift_replies(view, cand, score, cfg.reply_weight)
-    score, focus = conversation.focus_speaker(view, cand, score, asked,
-                                              cfg.named_speaker_weight)
+    # what the question names (a speaker, dates): the memories outside it demoted
+    score, focused = focus.focus(view, cand, score, asked, speaker_weight=cfg.named_speaker_weight,
+                                 date_weight=cfg.date_weight, asked_at=at)
     if scope.returnable is None:
         order = scoring.top_k(score, min(k, cand.size))
     else:
         keep = np.flatnonzero(scope.returnable[cand])
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
     return Pass(cand, order, score, sim, activation, pr, lexical, distinct, echo, superseded,
-                salience, reply, focus, parents, anchors.dense_rank, anchors.bm25_rank,
+                salience, reply, focused, parents, anchors.dense_rank, anchors.bm25_rank,
                 activated, own_score is not None, spikes)
 
 

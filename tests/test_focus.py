@@ -1,0 +1,116 @@
+"""Focus (core/focus.py): what a question names, a speaker or dates, and the memories
+outside it demoted. Kernels against hand-computed values; the dates against dateparser's
+reading of real questions; then the real engine (real MiniLM, real Chroma)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from synapse_integrations import SynapseConfig
+from synapse_integrations.core.focus import DATE_SLACK, date_scope, focus, named_dates, named_speaker
+from synapse_integrations.core.graph import Compiled
+
+DAY = 86400.0
+
+
+def _epoch(y, m, d):
+    return datetime(y, m, d, tzinfo=timezone.utc).timestamp()
+
+
+def _view(rows, concepts=0):
+    """Episodes ``(speaker, ts)`` plus ``concepts`` concept nodes at the end."""
+    n = len(rows) + concepts
+    pad = [None] * concepts
+    return Compiled.from_arrays([f"n{i}" for i in range(n)], np.eye(n), src=[], dst=[], weight=[],
+                                is_episode=[True] * len(rows) + [False] * concepts,
+                                attrs={"speaker": [r[0] for r in rows] + pad, "ts": [r[1] for r in rows] + pad,
+                                       "metadata": [{}] * n})
+
+
+def test_other_speakers_turns_are_demoted_when_one_speaker_is_named():
+    v = _view([("Nate", 0.0), ("Joanna", 1.0), ("Joanna", 2.0)], concepts=1)
+    cand, base = np.arange(4), np.array([0.6, 0.5, -0.2, 0.4])
+    score, change = focus(v, cand, base, "What pets does Nate have?", speaker_weight=0.85, date_weight=1.0)
+    # Joanna's turns at 0.85 of their score (a negative one lowered too); the concept stays
+    assert score.tolist() == pytest.approx([0.6, 0.425, -0.23, 0.4])
+    assert change.tolist() == pytest.approx([0.0, -0.075, -0.03, 0.0])
+    assert named_speaker(v, "What pets does Nate have?") == "Nate"
+    for q in ("Did Nate and Joanna both adopt pets?", "Who adopted a dog?"):  # two, or none
+        assert named_speaker(v, q) is None
+        assert not focus(v, cand, base, q, speaker_weight=0.85, date_weight=1.0)[1].any()
+    assert not focus(v, cand, base, "What pets does Nate have?", speaker_weight=1.0, date_weight=1.0)[1].any()
+
+
+@pytest.mark.parametrize("question,start,end", [
+    ("What did Nate do for Joanna on 25 May, 2022?", (2022, 5, 25), (2022, 5, 26)),
+    ("What book did Tim just finish reading on 8th December, 2023?", (2023, 12, 8), (2023, 12, 9)),
+    ("What did we plan on December 8, 2023?", (2023, 12, 8), (2023, 12, 9)),
+    ("What happened on 2023-12-08?", (2023, 12, 8), (2023, 12, 9)),
+    ("What cake did Joanna make in May 2022?", (2022, 5, 1), (2022, 6, 1)),
+    ("Where did John travel in 2021?", (2021, 1, 1), (2022, 1, 1)),
+])
+def test_named_dates_are_the_named_day_month_or_year_with_a_days_slack(question, start, end):
+    lo, hi = named_dates(question)
+    assert lo == _epoch(*start) - DATE_SLACK and hi == _epoch(*end) + DATE_SLACK
+
+
+def test_a_date_without_a_year_is_the_latest_before_the_question():
+    asked = _epoch(2024, 2, 10)
+    lo, hi = named_dates("Where did I go on March 3rd?", asked)
+    assert (lo + DATE_SLACK, hi - DATE_SLACK) == (_epoch(2023, 3, 3), _epoch(2023, 3, 4))
+
+
+@pytest.mark.parametrize("question", ["What pets does Nate have?", "May I ask what Sam does?",
+                                      "How many hours have I spent on my sculpture?",
+                                      "What did I say last week about the gym?"])
+def test_questions_without_a_written_date_name_none(question):
+    assert named_dates(question) is None
+
+
+def test_turns_outside_the_named_dates_are_demoted():
+    v = _view([("Ann", _epoch(2022, 5, 25) + 3600), ("Bo", _epoch(2022, 5, 26) + 3600),  # slack
+               ("Ann", _epoch(2022, 6, 20)), ("Bo", None)], concepts=1)
+    q = "What did Ann do on 25 May, 2022?"
+    assert date_scope(v, q).tolist() == [True, True, False, False, False]
+    cand, base = np.arange(5), np.full(5, 0.5)
+    score, change = focus(v, cand, base, q, speaker_weight=1.0, date_weight=0.7)
+    # outside: the June turn and the turn without a time; the concept is no turn
+    assert score.tolist() == pytest.approx([0.5, 0.5, 0.35, 0.35, 0.5])
+    # both at once multiply: Bo's June turn would be 0.85 x 0.7
+    v2 = _view([("Ann", _epoch(2022, 5, 25)), ("Bo", _epoch(2022, 6, 20))])
+    s2, _ = focus(v2, np.arange(2), np.array([1.0, 1.0]), q, speaker_weight=0.85, date_weight=0.7)
+    assert s2.tolist() == pytest.approx([1.0, 0.85 * 0.7])
+    # no turn within the dates: nothing is demoted (the question may be about another year)
+    assert date_scope(v, "What did Ann do on 25 May, 2019?") is None
+    assert not focus(v, cand, base, "What did Ann do on 25 May, 2019?", speaker_weight=1.0,
+                     date_weight=0.7)[1].any()
+
+
+T0 = datetime(2024, 3, 1, 18, 0, tzinfo=timezone.utc)
+
+
+def test_engine_a_dated_question_finds_that_days_turn(memory):
+    """Three sessions say nearly the same thing; the question names the second one's day.
+    Its turn ranks first, anchored by the date even when other days' turns are closer."""
+    days = [T0, T0 + timedelta(days=40), T0 + timedelta(days=80)]
+    texts = ["I baked a lemon cake for the neighbours.", "I baked a carrot cake for my sister.",
+             "I baked a lemon cake with blueberries for the office."]
+    turns = []
+    for d, text in zip(days, texts):
+        turns += [{"text": f"Jo: {text}", "speaker": "Jo", "timestamp": d},
+                  {"text": "Ed: Sounds delicious!", "speaker": "Ed", "timestamp": d + timedelta(seconds=5)}]
+    memory.add_turns(turns)
+    carrot = next(n for n, d in memory.graph.nodes(data=True) if "carrot" in d.get("text", ""))
+    q = f"What cake did Jo bake on {days[1].day} {days[1]:%B}, {days[1].year}?"
+    res = memory.retrieve(q, k=6)
+    top = res.episodes()[0]
+    assert top.id == carrot and top.components.focus == 0.0
+    others = [it for it in res.episodes() if it.id != carrot]
+    assert others and all(it.components.focus < 0 for it in others)
+    assert all(sum(it.components.terms().values()) == pytest.approx(it.score) for it in res.items)
+    off = memory.retrieve(q, k=6, config=SynapseConfig(date_weight=1.0))
+    assert all(it.components.focus >= 0 or it.speaker == "Ed" for it in off.episodes())
+    assert off.episodes()[0].id != carrot  # without the dates, a lemon cake is closer
