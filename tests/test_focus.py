@@ -70,6 +70,16 @@ def test_questions_without_a_written_date_name_none(question):
     assert named_dates(question) is None
 
 
+def test_only_the_start_of_a_long_question_is_read_for_dates():
+    """A pasted document full of numbers costs the parser no more than a question does."""
+    from synapse_integrations.core.focus import DATE_QUERY_CHARS
+
+    long = "What did we decide on 3 May, 2022? " + "x" * DATE_QUERY_CHARS \
+        + " Figures: 12 May 2021, 2019-04-03." * 400
+    assert named_dates(long) == named_dates("What did we decide on 3 May, 2022?")
+    assert named_dates("x" * DATE_QUERY_CHARS + " on 3 May, 2022") is None
+
+
 def test_turns_outside_the_named_dates_are_demoted():
     v = _view([("Ann", _epoch(2022, 5, 25) + 3600), ("Bo", _epoch(2022, 5, 26) + 3600),  # slack
                ("Ann", _epoch(2022, 6, 20)), ("Bo", None)], concepts=1)

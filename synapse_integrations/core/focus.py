@@ -39,6 +39,7 @@ array([0.4, 0.5, 0.4])
 from __future__ import annotations
 
 import re
+import threading
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any
@@ -47,10 +48,13 @@ import numpy as np
 
 from .tokens import tokenize
 
-__all__ = ["DATE_SLACK", "date_scope", "focus", "named_dates", "named_speaker"]
+__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "date_scope", "focus", "named_dates", "named_speaker"]
 
 #: Seconds added on each side of a named period (time zones, a late-night turn).
 DATE_SLACK = 86400.0
+#: Only this many leading characters of a question are read for dates (a question names
+#: its date early; dateparser takes about 0.1 s per 1,000 characters full of numbers).
+DATE_QUERY_CHARS = 400
 _DIGIT = re.compile(r"\d")
 #: What makes a found expression a date: a month's name, a year, or a numeric date. A bare
 #: ordinal ("the 27th parameter", "my 5th issue") or number is not one.
@@ -58,6 +62,9 @@ _DATE_LIKE = re.compile(r"\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|
                         r"sep(t(ember)?)?|oct(ober)?|nov(ember)?|dec(ember)?)\b|\b(19|20)\d\d\b|"
                         r"\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b", re.I)
 _PERIODS = {"day": "day", "week": "day", "month": "month", "year": "year"}
+#: dateparser's search keeps state in shared objects: one question at a time (engines of
+#: several namespaces may retrieve at once).
+_PARSE_LOCK = threading.Lock()
 
 
 def _speaker_words(view: Any) -> dict[str, frozenset[str]]:
@@ -97,6 +104,7 @@ def named_dates(query: str, asked_at: float | None = None) -> tuple[float, float
     """The period the question's dates name, as epoch seconds ``(start, end)`` widened by
     :data:`DATE_SLACK` (the union when it names several), or None. ``asked_at``: when the
     question is asked (a date without a year is the latest one before it; default now)."""
+    query = query[:DATE_QUERY_CHARS]
     if not _DIGIT.search(query):  # every date read here holds a digit: skip the parser
         return None
     search_dates, parser = _parsers()
@@ -104,13 +112,13 @@ def named_dates(query: str, asked_at: float | None = None) -> tuple[float, float
         else datetime.now(timezone.utc)
     settings = {"PREFER_DATES_FROM": "past", "RELATIVE_BASE": base.replace(tzinfo=None),
                 "PREFER_DAY_OF_MONTH": "first", "RETURN_AS_TIMEZONE_AWARE": False}
-    found = search_dates(query, languages=["en"], settings=settings) or []
+    with _PARSE_LOCK:
+        found = [(text, when, parser.get_date_data(text.strip()).period)
+                 for text, when in search_dates(query, languages=["en"], settings=settings) or []
+                 if _DIGIT.search(text) and _DATE_LIKE.search(text)]
     spans = []
-    for text, when in found:
-        if not (_DIGIT.search(text) and _DATE_LIKE.search(text)):
-            continue
-        data = parser.get_date_data(text.strip(), date_formats=None)
-        period = _PERIODS.get(getattr(data, "period", None) or "day", "day")
+    for _, when, period in found:
+        period = _PERIODS.get(period or "day", "day")
         start = when.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=timezone.utc)
         spans.append(_period(start, period))
     if not spans:
