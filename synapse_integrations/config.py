@@ -144,8 +144,10 @@ class SynapseConfig:
             off. The default is the spreading factor's 0.8: a reply is one hop from its
             question. See docs/benchmarks.md, "Conversational context".
         named_speaker_weight: when a question names exactly one of the memory's speakers,
-            the other speakers' turns score this share of their score
-            (:func:`~synapse_integrations.core.focus.focus`); 1 switches it off.
+            the other speakers' turns score this share of their score; a question naming
+            none but asked in the first person ("what do I...") names the user, in a memory
+            whose turns carry roles (:func:`~synapse_integrations.core.focus.focus`); 1
+            switches it off.
         date_weight: when a question names a date ("on 25 May, 2022", "in May 2022"), the
             turns outside that day, month or year (one day's slack on each side) score this
             share of their score, and the period's own turns join the dense trigger's
@@ -244,7 +246,7 @@ class SynapseConfig:
     entity_feedback: int = 2
     feedback_weight: float = 0.5
     reply_weight: float = 0.8
-    named_speaker_weight: float = 0.85
+    named_speaker_weight: float = 0.7
     date_weight: float = 0.7
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25

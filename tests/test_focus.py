@@ -44,6 +44,26 @@ def test_other_speakers_turns_are_demoted_when_one_speaker_is_named():
     assert not focus(v, cand, base, "What pets does Nate have?", speaker_weight=1.0, date_weight=1.0)[1].any()
 
 
+def test_a_first_person_question_is_about_the_user():
+    chat = Compiled.from_arrays(["u", "a", "b", "c"], np.eye(4), src=[], dst=[], weight=[],
+                                is_episode=[True, True, True, False],
+                                attrs={"speaker": ["Ana", "Bot", "user", None], "ts": [0.0, 1.0, 2.0, None],
+                                       "metadata": [{"role": "user"}, {"role": "assistant"}, {}, None]})
+    cand, base = np.arange(4), np.full(4, 0.5)
+    score, _ = focus(chat, cand, base, "How often do I go to yoga?", speaker_weight=0.8, date_weight=1.0)
+    # the user's turns (a role in the metadata, or the speaker "user") keep their score
+    assert score.tolist() == pytest.approx([0.5, 0.4, 0.5, 0.5])
+    # no first person: nothing; a named speaker wins over the first person
+    assert not focus(chat, cand, base, "How often does one go to yoga?", speaker_weight=0.8,
+                     date_weight=1.0)[1].any()
+    assert focus(chat, cand, base, "What did Bot tell me?", speaker_weight=0.8,
+                 date_weight=1.0)[0].tolist() == pytest.approx([0.4, 0.5, 0.4, 0.5])
+    # a memory of named people: "I" names no one
+    people = _view([("Caroline", 0.0), ("Melanie", 1.0)])
+    assert not focus(people, np.arange(2), np.full(2, 0.5), "What did I say?", speaker_weight=0.8,
+                     date_weight=1.0)[1].any()
+
+
 @pytest.mark.parametrize("question,start,end", [
     ("What did Nate do for Joanna on 25 May, 2022?", (2022, 5, 25), (2022, 5, 26)),
     ("What book did Tim just finish reading on 8th December, 2023?", (2023, 12, 8), (2023, 12, 9)),

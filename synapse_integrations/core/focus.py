@@ -5,7 +5,11 @@
    turns far more often than by the others' (on LoCoMo dev 96% of the evidence turns of
    such questions, against 85% of what retrieval ranked in the top 10 before): the other
    speakers' turns score ``speaker_weight`` of their score. A question naming two
-   speakers, or none, is left alone.
+   speakers is left alone. A question naming none but asked in the first person ("How
+   many days a week do I attend fitness classes?") is about the user: in a memory whose
+   turns carry roles (``role`` metadata, or speakers ``user``/``assistant``), the turns
+   that are not the user's score ``speaker_weight`` (:func:`user_turns`); in a memory of
+   named people ("Caroline", "Melanie") "I" names no one and nothing changes.
 2. **Named dates** (:func:`named_dates`). A question that names a date ("What did Nate do
    for Joanna on 25 May, 2022?", "... in May 2022", "... in 2022") asks about what was said
    then: on LoCoMo dev 73 of the 85 evidence turns of such questions are from the named
@@ -46,9 +50,11 @@ from typing import Any
 
 import numpy as np
 
-from .tokens import tokenize
+from .echoes import is_role
+from .tokens import FIRST_PERSON, tokenize
 
-__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "date_scope", "focus", "named_dates", "named_speaker"]
+__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "date_scope", "focus", "named_dates", "named_speaker",
+           "user_turns"]
 
 #: Seconds added on each side of a named period (time zones, a late-night turn).
 DATE_SLACK = 86400.0
@@ -80,6 +86,20 @@ def named_speaker(view: Any, query: str) -> str | None:
     named = [s for s, w in view.derived("speaker-words", _speaker_words).items()
              if w and w <= words]
     return named[0] if len(named) == 1 else None
+
+
+def _users(view: Any) -> np.ndarray:
+    speakers, metas = view.node_values("speaker"), view.node_values("metadata")
+    out = np.zeros(view.n, dtype=bool)
+    for i in np.flatnonzero(view.is_episode).tolist():
+        out[i] = is_role({"speaker": speakers[i], "metadata": metas[i] or {}}, "user")
+    return out
+
+
+def user_turns(view: Any) -> np.ndarray | None:
+    """The user's turns (by role), or None when the memory holds none."""
+    users = view.derived("user-turns", _users)
+    return users if users.any() else None
 
 
 @lru_cache(maxsize=1)
@@ -163,6 +183,8 @@ def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
             other = np.fromiter((view.is_episode[c] and speakers[c] != who for c in cand.tolist()),
                                 dtype=bool, count=cand.size)
             factor[other] *= speaker_weight
+        elif FIRST_PERSON.search(query) and (users := user_turns(view)) is not None:
+            factor[view.is_episode[cand] & ~users[cand]] *= speaker_weight
     if date_weight < 1.0:
         inside = date_scope(view, query, asked_at)
         if inside is not None:

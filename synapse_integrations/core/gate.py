@@ -45,7 +45,7 @@ import scipy.sparse as sp
 
 from ..types import GateVerdict
 from . import scoring
-from .tokens import tokenize
+from .tokens import FIRST_PERSON, tokenize
 
 if TYPE_CHECKING:
     from ..config import SynapseConfig
@@ -358,7 +358,7 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
     return share, at
 
 
-_FIRST = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|us)\b", re.I)
+_FIRST = FIRST_PERSON
 _SECOND = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "tokenize"]
+__all__ = ["FIRST_PERSON", "STOPWORDS", "tokenize"]
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
+#: A text in the first person (a question about the one asking it, a turn about its speaker).
+FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|us)\b", re.I)
 
 
 #: English function words left out of the lexical index. In a small memory their IDF is
