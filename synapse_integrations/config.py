@@ -144,10 +144,12 @@ class SynapseConfig:
             off. The default is the spreading factor's 0.8: a reply is one hop from its
             question. See docs/benchmarks.md, "Conversational context".
         named_speaker_weight: when a question names exactly one of the memory's speakers,
-            the other speakers' turns score this share of their score; a question naming
-            none but asked in the first person ("what do I...") names the user, in a memory
-            whose turns carry roles (:func:`~synapse_integrations.core.focus.focus`); 1
-            switches it off.
+            the other speakers' turns score this share of their score
+            (:func:`~synapse_integrations.core.focus.focus`); 1 switches it off.
+        first_person_weight: when a question names no speaker but is asked in the first
+            person ("what do I...", "my"), in a memory whose turns carry roles (user /
+            assistant), the turns that are not the user's score this share of their score;
+            1 switches it off.
         date_weight: when a question names a date ("on 25 May, 2022", "in May 2022"), the
             turns outside that day, month or year (one day's slack on each side) score this
             share of their score, and the period's own turns join the dense trigger's
@@ -246,7 +248,8 @@ class SynapseConfig:
     entity_feedback: int = 2
     feedback_weight: float = 0.5
     reply_weight: float = 0.8
-    named_speaker_weight: float = 0.7
+    named_speaker_weight: float = 0.85
+    first_person_weight: float = 0.7
     date_weight: float = 0.7
     gate_signal: GateSignal = "similarity"
     gate_tau: float = 0.25
@@ -298,6 +301,7 @@ class SynapseConfig:
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
                      "distinct_similarity_ratio", "gate_presence_min", "surprisal_tau",
                      "gate_presence_similarity", "reply_weight", "named_speaker_weight", "date_weight",
+                     "first_person_weight",
                      "low_salience_weight"):
             v = getattr(self, name)
             need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v!r}")

@@ -50,18 +50,29 @@ def test_a_first_person_question_is_about_the_user():
                                 attrs={"speaker": ["Ana", "Bot", "user", None], "ts": [0.0, 1.0, 2.0, None],
                                        "metadata": [{"role": "user"}, {"role": "assistant"}, {}, None]})
     cand, base = np.arange(4), np.full(4, 0.5)
-    score, _ = focus(chat, cand, base, "How often do I go to yoga?", speaker_weight=0.8, date_weight=1.0)
+    score, _ = focus(chat, cand, base, "How often do I go to yoga?", speaker_weight=1.0, user_weight=0.8,
+                     date_weight=1.0)
     # the user's turns (a role in the metadata, or the speaker "user") keep their score
     assert score.tolist() == pytest.approx([0.5, 0.4, 0.5, 0.5])
     # no first person: nothing; a named speaker wins over the first person
     assert not focus(chat, cand, base, "How often does one go to yoga?", speaker_weight=0.8,
-                     date_weight=1.0)[1].any()
-    assert focus(chat, cand, base, "What did Bot tell me?", speaker_weight=0.8,
+                     user_weight=0.8, date_weight=1.0)[1].any()
+    assert focus(chat, cand, base, "What did Bot tell me?", speaker_weight=0.8, user_weight=0.5,
                  date_weight=1.0)[0].tolist() == pytest.approx([0.4, 0.5, 0.4, 0.5])
     # a memory of named people: "I" names no one
     people = _view([("Caroline", 0.0), ("Melanie", 1.0)])
     assert not focus(people, np.arange(2), np.full(2, 0.5), "What did I say?", speaker_weight=0.8,
-                     date_weight=1.0)[1].any()
+                     user_weight=0.8, date_weight=1.0)[1].any()
+
+
+def test_first_person_weight_is_its_own_switch(memory):
+    memory.add_turns([{"text": "I go to yoga twice a week.", "speaker": "user", "metadata": {"role": "user"}},
+                      {"text": "Yoga twice a week is a great habit for you.", "speaker": "assistant",
+                       "metadata": {"role": "assistant"}}])
+    on = {it.speaker: it.components.focus for it in memory.retrieve("How often do I do yoga?", k=4).items}
+    assert on["user"] == 0.0 and on["assistant"] < 0
+    off = memory.retrieve("How often do I do yoga?", k=4, config=SynapseConfig(first_person_weight=1.0))
+    assert all(it.components.focus == 0.0 for it in off.items)
 
 
 @pytest.mark.parametrize("question,start,end", [

@@ -8,7 +8,7 @@
    speakers is left alone. A question naming none but asked in the first person ("How
    many days a week do I attend fitness classes?") is about the user: in a memory whose
    turns carry roles (``role`` metadata, or speakers ``user``/``assistant``), the turns
-   that are not the user's score ``speaker_weight`` (:func:`user_turns`); in a memory of
+   that are not the user's score ``user_weight`` (:func:`user_turns`); in a memory of
    named people ("Caroline", "Melanie") "I" names no one and nothing changes.
 2. **Named dates** (:func:`named_dates`). A question that names a date ("What did Nate do
    for Joanna on 25 May, 2022?", "... in May 2022", "... in 2022") asks about what was said
@@ -166,17 +166,18 @@ def date_scope(view: Any, query: str, asked_at: float | None = None) -> np.ndarr
 
 
 def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
-          speaker_weight: float, date_weight: float, asked_at: float | None = None
-          ) -> tuple[np.ndarray, np.ndarray]:
+          speaker_weight: float, date_weight: float, user_weight: float = 1.0,
+          asked_at: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Scores with the episodes outside what the question names (another speaker's turn:
-    ``speaker_weight``; a turn outside its dates: ``date_weight``) demoted to that share
-    of their score. Returns the scores and the change (0, or negative)."""
+    ``speaker_weight``; not the user's, for a question in the first person:
+    ``user_weight``; a turn outside its dates: ``date_weight``) demoted to that share of
+    their score. Returns the scores and the change (0, or negative)."""
     score = np.asarray(score, dtype=np.float64)
     change = np.zeros(score.shape)
     if cand.size == 0:
         return score, change
     factor = np.ones(cand.size)
-    if speaker_weight < 1.0:
+    if speaker_weight < 1.0 or user_weight < 1.0:
         who = named_speaker(view, query)
         if who is not None:
             speakers = view.node_values("speaker")
@@ -184,7 +185,7 @@ def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
                                 dtype=bool, count=cand.size)
             factor[other] *= speaker_weight
         elif FIRST_PERSON.search(query) and (users := user_turns(view)) is not None:
-            factor[view.is_episode[cand] & ~users[cand]] *= speaker_weight
+            factor[view.is_episode[cand] & ~users[cand]] *= user_weight
     if date_weight < 1.0:
         inside = date_scope(view, query, asked_at)
         if inside is not None:
