@@ -78,7 +78,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"Q: {q['question']}   [{q['kind']}; expected: {q['expect']}]", file=out)
             verdict = ("REJECTED: nothing relevant in memory" if res.rejected else "accepted")
             print(f"gate: {verdict} ({res.reason})", file=out)
-            _print_items(mem, res, out, res.items)
+            _print_items(mem, out, res.items)
             should_reject = q["kind"] == "never"
             gate_ok = res.rejected == should_reject
             right += gate_ok
@@ -108,7 +108,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                       f"feedback (default: a second pass with the named entities of the best "
                       f"matches), {rank(single)} as a single pass (entity_feedback=0)", file=out)
                 hits = [(r, it) for r, it in enumerate(deep, 1) if it.id in wanted]
-                _print_items(mem, None, out, [it for _, it in hits], [r for r, _ in hits])
+                _print_items(mem, out, [it for _, it in hits], [r for r, _ in hits])
         print("\n" + "=" * 78, file=out)
         print(f"summary: answer turn found for {found} of {answerable} answerable questions "
               f"(top {args.k}); gate right on {right} of {len(demo['questions'])} questions",
@@ -134,7 +134,7 @@ def _score_line(c: Any, score: float) -> str:
     return f"score {score:.3f} = " + " + ".join(parts)
 
 
-def _print_items(mem: Any, res: Any, out: Any, items: Any, ranks: Any = None) -> None:
+def _print_items(mem: Any, out: Any, items: Any, ranks: Any = None) -> None:
     for rank, it in zip(ranks or range(1, len(items) + 1), items):
         c = it.components
         when = it.timestamp.date().isoformat() if it.timestamp else "concept"

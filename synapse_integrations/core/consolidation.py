@@ -242,7 +242,8 @@ class Consolidator:
                 state.note_relation(s, t, turn_ids)
         # association edges between concepts (lines 23-28), top-k per node
         cids, mat = g.concept_matrix()
-        touched_sims = mat @ np.stack(list(touched.values())).T if touched else None
+        touched_sims = mat @ np.stack(list(touched.values())).T if touched \
+            else np.zeros((mat.shape[0], 0))
         for col, cid in enumerate(touched):
             sims = touched_sims[:, col]
             order = top_k(sims, cfg.association_top_k + 1)  # itself may be among them
