@@ -600,7 +600,9 @@ class RetrievalSteps:
         """The triggers' stage: cosines of every node and the anchors for ``text``."""
         qv = np.asarray(vector, dtype=np.float32)
         sim = cosines(self.view, qv, cfg)
-        anchors = triggers(self.view, self.state, cfg, text, sim, _anchor_scope(self.view, cfg, None))
+        dated = focus.date_scope(self.view, text) if cfg.date_weight < 1.0 else None
+        anchors = triggers(self.view, self.state, cfg, text, sim, _anchor_scope(self.view, cfg, None),
+                           dated=dated)
         return Query(text, qv, sim, anchors.indices)
 
     def activate(self, query: Query, cfg: SynapseConfig) -> Activation:
