@@ -101,6 +101,13 @@ def test_questions_without_a_written_date_name_none(question):
     assert named_dates(question) is None
 
 
+@pytest.mark.parametrize("question", ["what about 1/1/1 and 9999-12-31?", "on 12/31/9999 at 25:61",
+                                      "on 0000-00-00", "on 2023-13-45", "in May 10000"])
+def test_odd_dates_never_fail_a_question(question):
+    window = named_dates(question)
+    assert window is None or window[0] < window[1]
+
+
 def test_only_the_start_of_a_long_question_is_read_for_dates():
     """A pasted document full of numbers costs the parser no more than a question does."""
     from synapse_integrations.core.focus import DATE_QUERY_CHARS

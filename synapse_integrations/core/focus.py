@@ -42,6 +42,7 @@ array([0.4, 0.5, 0.4])
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from datetime import datetime, timedelta, timezone
@@ -55,6 +56,8 @@ from .tokens import FIRST_PERSON, tokenize
 
 __all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "date_scope", "focus", "named_dates", "named_speaker",
            "user_turns"]
+
+logger = logging.getLogger(__name__)
 
 #: Seconds added on each side of a named period (time zones, a late-night turn).
 DATE_SLACK = 86400.0
@@ -132,15 +135,22 @@ def named_dates(query: str, asked_at: float | None = None) -> tuple[float, float
         else datetime.now(timezone.utc)
     settings = {"PREFER_DATES_FROM": "past", "RELATIVE_BASE": base.replace(tzinfo=None),
                 "PREFER_DAY_OF_MONTH": "first", "RETURN_AS_TIMEZONE_AWARE": False}
-    with _PARSE_LOCK:
-        found = [(text, when, parser.get_date_data(text.strip()).period)
-                 for text, when in search_dates(query, languages=["en"], settings=settings) or []
-                 if _DIGIT.search(text) and _DATE_LIKE.search(text)]
+    try:
+        with _PARSE_LOCK:
+            found = [(text, when, parser.get_date_data(text.strip()).period)
+                     for text, when in search_dates(query, languages=["en"], settings=settings) or []
+                     if _DIGIT.search(text) and _DATE_LIKE.search(text)]
+    except Exception as exc:  # a third-party parser on the user's text: never fail the query
+        logger.warning("focus: dates not read from the question (%s: %s)", type(exc).__name__, exc)
+        return None
     spans = []
     for _, when, period in found:
         period = _PERIODS.get(period or "day", "day")
         start = when.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=timezone.utc)
-        spans.append(_period(start, period))
+        try:
+            spans.append(_period(start, period))
+        except (OverflowError, ValueError):  # a period past year 9999
+            continue
     if not spans:
         return None
     lo = min(s for s, _ in spans).timestamp() - DATE_SLACK
