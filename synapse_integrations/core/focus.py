@@ -131,8 +131,11 @@ def named_dates(query: str, asked_at: float | None = None) -> tuple[float, float
     if not _DIGIT.search(query):  # every date read here holds a digit: skip the parser
         return None
     search_dates, parser = _parsers()
-    base = datetime.fromtimestamp(asked_at, timezone.utc) if asked_at is not None \
-        else datetime.now(timezone.utc)
+    try:
+        base = datetime.fromtimestamp(asked_at, timezone.utc) if asked_at is not None \
+            else datetime.now(timezone.utc)
+    except (OverflowError, OSError, ValueError):  # a time no calendar holds: read as now
+        base = datetime.now(timezone.utc)
     settings = {"PREFER_DATES_FROM": "past", "RELATIVE_BASE": base.replace(tzinfo=None),
                 "PREFER_DAY_OF_MONTH": "first", "RETURN_AS_TIMEZONE_AWARE": False}
     try:
