@@ -21,12 +21,14 @@
 Dates are found by dateparser (``search_dates``: many formats, "8th December, 2023",
 "December 8, 2023", "2023-12-08", "May 2022") and their period (day, month, year) by its
 ``DateDataParser``; only expressions holding a digit and a month's name, a year or a
-numeric date count, so "May I ask...", "I marched" or "the 27th parameter" name no date. A date without a year ("on March 3rd") is the latest one on or
-before the question's time. Relative dates ("last week", "yesterday") are not read: they
-need the time the question is asked, which a benchmark replaying old conversations does
-not have.
+numeric date count, so "May I ask...", "I marched" or "the 27th parameter" name no date.
+A date without a year ("on March 3rd") is the latest one on or before the question's
+time. Relative dates ("last week", "yesterday") are not read: they need the time the
+question is asked, and on LongMemEval, which has it, they matched the evidence's dates in
+only some questions ("two weeks ago": 17 days before; "last month": 2 days).
 
-Both demotions are one score component, ``focus`` (<= 0), so an item's terms still add up.
+The demotions multiply and are one score component, ``focus`` (<= 0), so an item's terms
+still add up.
 
 >>> import numpy as np
 >>> from synapse_integrations.core.graph import Compiled
