@@ -1,17 +1,16 @@
 """Conversational context: what a short turn means depends on the turn it answers.
 
-"She moved to Chicago." or "I'm a teacher." says
-little on its own; the question it answers ("Which city does Rachel live in?", "What do
-you do for work?") holds the words a later question repeats. A turn *replies to* the
-turn stored right before it (ingestion order) when that turn is by another speaker,
-asks something (holds a ``?``) and came at most :data:`REPLY_WINDOW` seconds earlier
-(event time; always when either time is unknown). A reply is a candidate whenever its
-question is (:func:`with_replies`), and scores the better of its own score and
-``weight`` times its question's: one hop from what the question found, paying what a
-hop pays (the spreading factor, as the entity-feedback pass does). Replies by the
-assistant are left alone: an assistant answers *about the world*, and lifting its long
-answers above the user's own statements cost LongMemEval 2.8 points of recall@5
-(docs/benchmarks.md, "Conversational context").
+"She moved to Chicago." or "I'm a teacher." says little on its own; the question it
+answers ("Which city does Rachel live in?", "What do you do for work?") holds the words a
+later question repeats. A turn *replies to* the turn stored right before it (ingestion
+order) when that turn is by another speaker, asks something (holds a ``?``) and came at
+most :data:`REPLY_WINDOW` seconds earlier (event time; always when either time is
+unknown). A reply is a candidate whenever its question is (:func:`with_replies`), and
+scores the better of its own score and ``weight`` times its question's: one hop from what
+the question found, paying what a hop pays (the spreading factor, as the entity-feedback
+pass does). Replies by the assistant are left alone: an assistant answers *about the
+world*, and lifting its long answers above the user's own statements cost LongMemEval 2.8
+points of recall@5 (docs/benchmarks.md, "Conversational context").
 
 The lift is reported as the ``reply`` score component (>= 0), so an item's terms still add
 up to its score. (What a question names, a speaker or a date, is :mod:`.focus`.)
