@@ -84,6 +84,16 @@ def _speaker_words(view: Any) -> dict[str, frozenset[str]]:
     return {s: frozenset(tokenize(str(s))) for s in speakers}
 
 
+def _speaker_codes(view: Any) -> tuple[dict[Any, int], np.ndarray]:
+    """Each episode's speaker as a small integer (-1 for other nodes), and the codes."""
+    names = view.node_values("speaker")
+    codes: dict[Any, int] = {}
+    out = np.full(view.n, -1, dtype=np.int64)
+    for i in np.flatnonzero(view.is_episode).tolist():
+        out[i] = codes.setdefault(names[i], len(codes))
+    return codes, out
+
+
 def named_speaker(view: Any, query: str) -> str | None:
     """The one speaker of the memory whose name (every word of it) the question holds;
     None when it names none or several."""
@@ -195,9 +205,8 @@ def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
     if speaker_weight < 1.0 or user_weight < 1.0:
         who = named_speaker(view, query)
         if who is not None:
-            speakers = view.node_values("speaker")
-            other = np.fromiter((view.is_episode[c] and speakers[c] != who for c in cand.tolist()),
-                                dtype=bool, count=cand.size)
+            codes, of = view.derived("speaker-codes", _speaker_codes)
+            other = view.is_episode[cand] & (of[cand] != codes[who])
             factor[other] *= speaker_weight
         elif FIRST_PERSON.search(query) and (users := user_turns(view)) is not None:
             factor[view.is_episode[cand] & ~users[cand]] *= user_weight
