@@ -76,7 +76,8 @@ def test_a_reply_keeps_the_better_of_its_score_and_weight_times_its_question():
 
 
 @pytest.mark.parametrize("field,value", [("reply_weight", -0.1), ("reply_weight", 1.5),
-                                         ("named_speaker_weight", 2.0), ("date_weight", -1.0)])
+                                         ("named_speaker_weight", 2.0), ("date_weight", -1.0),
+                                         ("first_person_weight", 1.01)])
 def test_weights_out_of_range_are_config_errors(field, value):
     with pytest.raises(ConfigError, match=field):
         SynapseConfig(**{field: value})
