@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from . import scoring
 from .echoes import is_role
 
 __all__ = ["REPLY_WINDOW", "lift_replies", "replies_to", "with_replies"]
@@ -52,14 +53,13 @@ def _replies(view: Any) -> np.ndarray:
     seq_all = view.node_values("seq", 0)
     episodes = episodes[np.argsort([seq_all[i] or 0 for i in episodes.tolist()], kind="stable")]
     order = episodes.tolist()
-    speakers_all, texts, ts_all = (view.node_values(a) for a in ("speaker", "text", "ts"))
+    speakers_all, texts = view.node_values("speaker"), view.node_values("text")
     speakers = [speakers_all[i] for i in order]
     asks = np.fromiter(("?" in (texts[i] or "") for i in order[:-1]), dtype=bool,
                        count=len(order) - 1)
     other = np.fromiter((x != y for x, y in zip(speakers, speakers[1:])), dtype=bool,
                         count=len(order) - 1)
-    ts = np.array([np.nan if ts_all[i] is None else ts_all[i] for i in order], dtype=np.float64)
-    gap = np.diff(ts)
+    gap = np.diff(view.times()[episodes])
     with np.errstate(invalid="ignore"):
         timely = np.isnan(gap) | ((gap >= 0) & (gap <= REPLY_WINDOW))
     q, a = episodes[:-1], episodes[1:]
@@ -107,5 +107,6 @@ def lift_replies(view: Any, cand: np.ndarray, score: np.ndarray, weight: float
     pos = position[asked[replies]]
     ok = pos >= 0
     replies, pos = replies[ok], pos[ok]
-    lift[replies] = np.maximum(weight * score[pos] - score[replies], 0.0)
+    best, _ = scoring.hop_best(score[replies], score[pos], weight)  # one hop, as feedback pays
+    lift[replies] = best - score[replies]
     return score + lift, lift

@@ -54,7 +54,8 @@ from typing import Any
 import numpy as np
 
 from .echoes import is_role
-from .tokens import FIRST_PERSON, tokenize
+from .gate import named_subjects
+from .tokens import FIRST_PERSON
 
 __all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "date_scope", "focus", "named_dates", "named_speaker",
            "user_turns"]
@@ -78,28 +79,22 @@ _PERIODS = {"day": "day", "week": "day", "month": "month", "year": "year"}
 _PARSE_LOCK = threading.Lock()
 
 
-def _speaker_words(view: Any) -> dict[str, frozenset[str]]:
-    names = view.node_values("speaker")
-    speakers = {names[i] for i in np.flatnonzero(view.is_episode) if names[i]}
-    return {s: frozenset(tokenize(str(s))) for s in speakers}
-
-
-def _speaker_codes(view: Any) -> tuple[dict[Any, int], np.ndarray]:
-    """Each episode's speaker as a small integer (-1 for other nodes), and the codes."""
+def _speakers(view: Any) -> tuple[list[str], dict[Any, int], np.ndarray]:
+    """The memory's speaker names, a small integer per speaker, and each episode's (-1 for
+    other nodes)."""
     names = view.node_values("speaker")
     codes: dict[Any, int] = {}
     out = np.full(view.n, -1, dtype=np.int64)
     for i in np.flatnonzero(view.is_episode).tolist():
         out[i] = codes.setdefault(names[i], len(codes))
-    return codes, out
+    return sorted(s for s in codes if isinstance(s, str) and s), codes, out
 
 
 def named_speaker(view: Any, query: str) -> str | None:
-    """The one speaker of the memory whose name (every word of it) the question holds;
-    None when it names none or several."""
-    words = set(tokenize(query))
-    named = [s for s, w in view.derived("speaker-words", _speaker_words).items()
-             if w and w <= words]
+    """The one speaker of the memory whose name (every word of it) the question holds
+    (:func:`~synapse_integrations.core.gate.named_subjects`, as the gate reads it); None
+    when it names none or several."""
+    named = named_subjects(query, view.derived("focus.speakers", _speakers)[0])
     return named[0] if len(named) == 1 else None
 
 
@@ -173,18 +168,13 @@ def named_dates(query: str, asked_at: float | None = None) -> tuple[float, float
     return lo, hi
 
 
-def _times(view: Any) -> np.ndarray:
-    return np.array([np.nan if t is None else t for t in view.node_values("ts")],
-                    dtype=np.float64)
-
-
 def date_scope(view: Any, query: str, asked_at: float | None = None) -> np.ndarray | None:
     """Episodes of the view said within the dates the question names (None: it names
     none, or no turn falls within them)."""
     window = named_dates(query, asked_at)
     if window is None:
         return None
-    ts = view.derived("times", _times)
+    ts = view.times()
     with np.errstate(invalid="ignore"):
         inside = view.is_episode & (ts >= window[0]) & (ts < window[1])
     return inside if inside.any() else None
@@ -205,7 +195,7 @@ def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
     if speaker_weight < 1.0 or user_weight < 1.0:
         who = named_speaker(view, query)
         if who is not None:
-            codes, of = view.derived("speaker-codes", _speaker_codes)
+            _, codes, of = view.derived("focus.speakers", _speakers)
             other = view.is_episode[cand] & (of[cand] != codes[who])
             factor[other] *= speaker_weight
         elif FIRST_PERSON.search(query) and (users := user_turns(view)) is not None:

@@ -160,6 +160,12 @@ class Compiled:
             self._derived[key] = build(self)
         return self._derived[key]
 
+    def times(self) -> np.ndarray:
+        """Every node's event time (``ts``, epoch seconds) as floats, NaN where it has none;
+        derived once per view."""
+        return self.derived("times", lambda v: np.array(
+            [np.nan if t is None else t for t in v.node_values("ts")], dtype=np.float64))
+
     def node_values(self, name: str, default: Any = None) -> list[Any]:
         """The node attribute ``name`` for every node, aligned with :attr:`ids` (``default``
         where a node lacks it): ``ts`` (event time, epoch seconds), ``speaker``, ...

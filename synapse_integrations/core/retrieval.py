@@ -93,7 +93,7 @@ def _matching_episodes(view: Compiled, flt: Filter) -> np.ndarray:
         speakers = view.node_values("speaker")
         ok &= np.fromiter((sp in flt.speakers for sp in speakers), dtype=bool, count=view.n)
     if flt.since is not None or flt.until is not None:
-        ts = np.array([np.nan if t is None else t for t in view.node_values("ts")], dtype=np.float64)
+        ts = view.times()
         with np.errstate(invalid="ignore"):
             if flt.since is not None:
                 ok &= ts >= flt.since
