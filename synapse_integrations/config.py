@@ -91,6 +91,10 @@ class SynapseConfig:
             (``{"evermind": {"gamma": 0.9}}``; defaults and bounds: docs/models.md).
             Retrieval-only: changing them never changes the graph.
         anchor_top_k: how many BM25 hits and how many dense hits seed the activation.
+        lexical_stemming: the BM25 index matches words by their English Snowball stem
+            ("moved" finds "move", "issues" finds "issue"; numbers and codes stay exact).
+            Set when the memory is opened (the index is built with it), like
+            ``embedding_dim``; a per-call config does not change it.
         alpha: initial activation ``a0 = alpha * cos(h_i, h_q)`` for anchors.
         spreading_factor (S), decay (delta), fan effect, inhibition (beta, M),
         sigmoid firing (gamma, theta), iterations (T).
@@ -149,7 +153,8 @@ class SynapseConfig:
         first_person_weight: when a question names no speaker but is asked in the first
             person ("what do I...", "my"), in a memory whose turns carry roles (user /
             assistant), the turns that are not the user's score this share of their score;
-            1 switches it off.
+            and when it recalls the assistant's words ("the companies you mentioned"), the
+            user's turns do. 1 switches both off.
         date_weight: when a question names a date ("on 25 May, 2022", "in May 2022"), the
             turns outside that day, month or year (one day's slack on each side) score this
             share of their score, and the period's own turns join the dense trigger's
@@ -222,6 +227,7 @@ class SynapseConfig:
     model: str = "synapse"
     model_params: dict[str, Any] = field(default_factory=dict)
     anchor_top_k: int = 20
+    lexical_stemming: bool = True
     alpha: float = 1.0
     spreading_factor: float = 0.8
     decay: float = 0.5
@@ -423,7 +429,7 @@ class SynapseConfig:
     #: agree on these build the same graph from the same turns, so they can share one memory
     #: and differ only at query time (see ``Synapse.retrieve_by_vector(..., config=...)``).
     GRAPH_FIELDS: ClassVar[tuple[str, ...]] = (
-        "embedding_dim", "consolidation_interval", "dedup_threshold", "ema_momentum",
+        "embedding_dim", "lexical_stemming", "consolidation_interval", "dedup_threshold", "ema_momentum",
         "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
         "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
         "dormancy_windows", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",

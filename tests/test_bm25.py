@@ -10,17 +10,21 @@ import pytest
 bm25s = pytest.importorskip("bm25s")
 
 from synapse_integrations.core.bm25 import BM25Index  # noqa: E402
-from synapse_integrations.core.tokens import tokenize  # noqa: E402
+from synapse_integrations.core.tokens import terms, tokenize  # noqa: E402
 
-WORDS = ("dana ski trip whistler snow cousin vet school cello lisbon porto order code heron "
-         "garden tomato river bridge kestrel project shipped friday the of").split()
+# inflected forms ("skiing", "skis", "ships", "shipped") share a stem with other words
+WORDS = ("dana ski skiing skis trip whistler snow cousin vet school cello lisbon porto order "
+         "code heron57 garden gardens tomato river bridge kestrel project ships shipped friday "
+         "the of").split()
 
 
-def _oracle(texts: dict[str, str], query: str) -> dict[str, float]:
+def _oracle(texts: dict[str, str], query: str, split=terms) -> dict[str, float]:
+    """bm25s's scores over the index's terms (Snowball stems of the tokens, or with
+    ``split=tokenize`` the tokens as written)."""
     ids = list(texts)
     model = bm25s.BM25()
-    model.index([tokenize(texts[i]) or ["\x00empty"] for i in ids], show_progress=False)
-    tokens = [t for t in tokenize(query) if t in model.vocab_dict]
+    model.index([split(texts[i]) or ["\x00empty"] for i in ids], show_progress=False)
+    tokens = [t for t in split(query) if t in model.vocab_dict]
     if not tokens:
         return {i: 0.0 for i in ids}
     return dict(zip(ids, np.asarray(model.get_scores(tokens), dtype=np.float64)))
@@ -31,11 +35,13 @@ def _corpus(rng: random.Random, n: int) -> dict[str, str]:
             for k in range(n)}
 
 
+@pytest.mark.parametrize("stemming", [True, False])
 @pytest.mark.parametrize("seed", range(8))
-def test_scores_match_bm25s_after_adds_and_removes(seed: int) -> None:
+def test_scores_match_bm25s_after_adds_and_removes(seed: int, stemming: bool) -> None:
     rng = random.Random(seed)
     texts = _corpus(rng, 60)
-    idx = BM25Index()
+    idx = BM25Index(stemming=stemming)
+    split = terms if stemming else tokenize
     live: dict[str, str] = {}
     for step in range(5):  # grow, shrink, re-add, replace
         for doc_id, text in list(texts.items())[step * 12:(step + 1) * 12]:
@@ -51,7 +57,7 @@ def test_scores_match_bm25s_after_adds_and_removes(seed: int) -> None:
         index = {d: k for k, d in enumerate(sorted(live))}
         for _ in range(5):
             query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
-            expect = _oracle(live, query)
+            expect = _oracle(live, query, split)
             got = idx.scores_for(query, index, len(index))
             np.testing.assert_allclose(got, [expect[d] for d in sorted(live)], rtol=2e-6, atol=1e-7)
     assert idx.indexes(live) and len(idx) == len(live)
@@ -91,3 +97,19 @@ def test_many_removals_compact_without_changing_scores() -> None:
     expect = _oracle(live, "dana ski garden heron")
     np.testing.assert_allclose(idx.scores_for("dana ski garden heron", index, len(index)),
                                [expect[d] for d in sorted(live)], rtol=2e-6, atol=1e-7)
+
+
+def test_inflections_are_one_term_and_identifiers_stay_exact() -> None:
+    idx = BM25Index()
+    idx.set({"a": "Rachel moved to Chicago", "b": "code heron57 and heron58", "c": "tea"})
+    index = {"a": 0, "b": 1, "c": 2}
+    assert idx.query("where did Rachel move?", 5)[0] == ["a"]
+    assert idx.scores_for("moving", index, 3)[0] == pytest.approx(idx.scores_for("moved", index, 3)[0])
+    assert idx.has("moves") and idx.idf("moving") == idx.idf("move")
+    assert idx.query("heron5", 5)[0] == []  # codes are not stemmed or cut
+    # a query saying one stem twice ("move", "moved") counts it once in the shares
+    cov, used, _ = idx.coverage(["move", "moved", "chicago"], index, 3, np.ones(3, dtype=bool))
+    assert used == ["move", "chicago"] and cov[0] == pytest.approx(1.0)
+    plain = BM25Index(stemming=False)
+    plain.set({"a": "Rachel moved to Chicago"})
+    assert not plain.has("move") and plain.query("where did Rachel move?", 5)[0] == ["a"]

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from synapse_integrations import SynapseConfig
-from synapse_integrations.core.focus import DATE_SLACK, date_scope, focus, named_dates, named_speaker
+from synapse_integrations.core.focus import (DATE_SLACK, asks_assistant, date_scope, focus, named_dates,
+                                             named_speaker)
 from synapse_integrations.core.graph import Compiled
 
 DAY = 86400.0
@@ -50,19 +51,27 @@ def test_a_first_person_question_is_about_the_user():
                                 attrs={"speaker": ["Ana", "Bot", "user", None], "ts": [0.0, 1.0, 2.0, None],
                                        "metadata": [{"role": "user"}, {"role": "assistant"}, {}, None]})
     cand, base = np.arange(4), np.full(4, 0.5)
-    score, _ = focus(chat, cand, base, "How often do I go to yoga?", speaker_weight=1.0, user_weight=0.8,
+    score, _ = focus(chat, cand, base, "How often do I go to yoga?", speaker_weight=1.0, role_weight=0.8,
                      date_weight=1.0)
     # the user's turns (a role in the metadata, or the speaker "user") keep their score
     assert score.tolist() == pytest.approx([0.5, 0.4, 0.5, 0.5])
     # no first person: nothing; a named speaker wins over the first person
     assert not focus(chat, cand, base, "How often does one go to yoga?", speaker_weight=0.8,
-                     user_weight=0.8, date_weight=1.0)[1].any()
-    assert focus(chat, cand, base, "What did Bot tell me?", speaker_weight=0.8, user_weight=0.5,
+                     role_weight=0.8, date_weight=1.0)[1].any()
+    assert focus(chat, cand, base, "What did Bot tell me?", speaker_weight=0.8, role_weight=0.5,
                  date_weight=1.0)[0].tolist() == pytest.approx([0.4, 0.5, 0.4, 0.5])
+    # recalling the assistant's words ("you mentioned"): the user's turns are demoted,
+    # though the question says "me"; asking the assistant to act ("can you remind me") is not
+    asked = "Can you remind me of the two companies you mentioned?"
+    assert asks_assistant(asked) and not asks_assistant("Can you remind me what I ordered?")
+    assert focus(chat, cand, base, asked, speaker_weight=1.0, role_weight=0.8,
+                 date_weight=1.0)[0].tolist() == pytest.approx([0.4, 0.5, 0.4, 0.5])
+    assert focus(chat, cand, base, "Can you remind me what I ordered?", speaker_weight=1.0,
+                 role_weight=0.8, date_weight=1.0)[0].tolist() == pytest.approx([0.5, 0.4, 0.5, 0.5])
     # a memory of named people: "I" names no one
     people = _view([("Caroline", 0.0), ("Melanie", 1.0)])
     assert not focus(people, np.arange(2), np.full(2, 0.5), "What did I say?", speaker_weight=0.8,
-                     user_weight=0.8, date_weight=1.0)[1].any()
+                     role_weight=0.8, date_weight=1.0)[1].any()
 
 
 def test_first_person_weight_is_its_own_switch(memory):

@@ -128,14 +128,14 @@ class BaselineRanker:
     """
 
     def __init__(self, ids: Sequence[str], texts: Sequence[str], vectors: np.ndarray,
-                 memory: Any | None = None) -> None:
+                 memory: Any | None = None, stemming: bool = True) -> None:
         from ..core.triggers import BM25Index
 
         self.ids = list(ids)
         self.index = {d: i for i, d in enumerate(self.ids)}
         self.vectors = np.asarray(vectors, dtype=np.float32)
         self.memory = memory
-        self.bm25 = BM25Index()
+        self.bm25 = BM25Index(stemming=stemming)  # the engine's terms (config.lexical_stemming)
         self.bm25.set(dict(zip(self.ids, texts)))
 
     def warm(self, query: str, q: np.ndarray) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .tokens import tokenize
+from .tokens import stem, terms, tokenize
 
 __all__ = ["BM25Index"]
 
@@ -59,9 +59,17 @@ class _Postings:
 class BM25Index:
     """An incrementally updated BM25 index over (id, text) pairs (see the module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stemming: bool = True) -> None:
         self._lock = threading.Lock()
+        #: terms are Snowball stems ("moved" matches "move"); False: the tokens as written
+        self.stemming = stemming
         self._reset()
+
+    def _terms(self, text: str) -> list[str]:
+        return terms(text) if self.stemming else tokenize(text)
+
+    def _term(self, token: str) -> str:
+        return stem(token) if self.stemming else token
 
     def _reset(self) -> None:
         self._texts: dict[str, str] = {}
@@ -114,7 +122,7 @@ class BM25Index:
                 self._compact()
 
     def _add(self, doc_id: str, text: str) -> None:
-        tokens = tokenize(text) or [_EMPTY]
+        tokens = self._terms(text) or [_EMPTY]
         counts = Counter(tokens)
         slot = len(self._ids)
         if slot == self._len.size:
@@ -178,7 +186,7 @@ class BM25Index:
         if not self._live:
             return out
         avgdl = self._total_len / self._live
-        for token in tokenize(text):
+        for token in self._terms(text):
             got = self._postings(token)
             if got is None:
                 continue
@@ -215,11 +223,11 @@ class BM25Index:
 
         >>> idx = BM25Index()
         >>> idx.set({"a": "ski trip"})
-        >>> idx.has("ski"), idx.has("skis")
-        (True, False)
+        >>> idx.has("ski"), idx.has("skis"), idx.has("skier")
+        (True, True, False)
         """
         with self._lock:
-            t = self._vocab.get(token)
+            t = self._vocab.get(self._term(token))
             return t is not None and self._df[t] > 0
 
     def idf(self, token: str) -> float:
@@ -232,7 +240,7 @@ class BM25Index:
         True
         """
         with self._lock:
-            t = self._vocab.get(token)
+            t = self._vocab.get(self._term(token))
             df = self._df[t] if t is not None and self._df[t] > 0 else 0
             return math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
 
@@ -303,8 +311,11 @@ class BM25Index:
         out = []
         with self._lock:
             pos = self._slot_positions(index, n)
-            for token in dict.fromkeys(tokens):
-                got = self._postings(token)
+            by_term: dict[str, str] = {}  # one entry per term ("move", "moved": one)
+            for token in tokens:
+                by_term.setdefault(self._term(token), token)
+            for term, token in by_term.items():
+                got = self._postings(term)
                 if got is None:
                     continue
                 where = pos[got[0]]

@@ -8,8 +8,11 @@
    speakers is left alone. A question naming none but asked in the first person ("How
    many days a week do I attend fitness classes?") is about the user: in a memory whose
    turns carry roles (``role`` metadata, or speakers ``user``/``assistant``), the turns
-   that are not the user's score ``user_weight`` (:func:`user_turns`); in a memory of
-   named people ("Caroline", "Melanie") "I" names no one and nothing changes.
+   that are not the user's score ``role_weight`` (:func:`user_turns`); in a memory of
+   named people ("Caroline", "Melanie") "I" names no one and nothing changes. A question
+   recalling what the assistant said ("the two companies you mentioned",
+   :func:`asks_assistant`) names the assistant, whatever "me" it holds: there the user's
+   turns score ``role_weight``.
 2. **Named dates** (:func:`named_dates`). A question that names a date ("What did Nate do
    for Joanna on 25 May, 2022?", "... in May 2022", "... in 2022") asks about what was said
    then: on LoCoMo dev 73 of the 85 evidence turns of such questions are from the named
@@ -57,7 +60,7 @@ from .echoes import is_role
 from .gate import named_subjects
 from .tokens import FIRST_PERSON
 
-__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "date_scope", "focus", "named_dates", "named_speaker",
+__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "asks_assistant", "date_scope", "focus", "named_dates", "named_speaker",
            "user_turns"]
 
 logger = logging.getLogger(__name__)
@@ -96,6 +99,25 @@ def named_speaker(view: Any, query: str) -> str | None:
     when it names none or several."""
     named = named_subjects(query, view.derived("focus.speakers", _speakers)[0])
     return named[0] if len(named) == 1 else None
+
+
+#: "you" and a verb in the past: the question recalls what the assistant said or did ("the
+#: two companies you mentioned", "the phone number you provided me", "what you told me").
+_YOU_SAID = re.compile(r"\byou\s+(?:\w+ly\s+)?(?:\w+ed|said|told|gave|wrote|made|sent|showed|"
+                       r"brought|came up with|found|put|taught|chose|drew|did)\b", re.I)
+
+
+def asks_assistant(query: str) -> bool:
+    """Whether the question recalls the assistant's own words ("Can you remind me of the
+    two companies you mentioned?"): then the assistant is the speaker it names, and "me"
+    does not make it a question about the user's turns.
+
+    >>> asks_assistant("What was the deli you recommended near the Vatican?")
+    True
+    >>> asks_assistant("Can you remind me what I ordered?"), asks_assistant("How many bikes do I own?")
+    (False, False)
+    """
+    return bool(_YOU_SAID.search(query))
 
 
 def _users(view: Any) -> np.ndarray:
@@ -181,25 +203,28 @@ def date_scope(view: Any, query: str, asked_at: float | None = None) -> np.ndarr
 
 
 def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
-          speaker_weight: float, date_weight: float, user_weight: float = 1.0,
+          speaker_weight: float, date_weight: float, role_weight: float = 1.0,
           asked_at: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Scores with the episodes outside what the question names (another speaker's turn:
-    ``speaker_weight``; not the user's, for a question in the first person:
-    ``user_weight``; a turn outside its dates: ``date_weight``) demoted to that share of
+    ``speaker_weight``; in a memory of roles, not the user's for a question in the first
+    person, the user's for one recalling the assistant's words: ``role_weight``; a turn outside its dates: ``date_weight``) demoted to that share of
     their score. Returns the scores and the change (0, or negative)."""
     score = np.asarray(score, dtype=np.float64)
     change = np.zeros(score.shape)
     if cand.size == 0:
         return score, change
     factor = np.ones(cand.size)
-    if speaker_weight < 1.0 or user_weight < 1.0:
+    if speaker_weight < 1.0 or role_weight < 1.0:
         who = named_speaker(view, query)
         if who is not None:
             _, codes, of = view.derived("focus.speakers", _speakers)
             other = view.is_episode[cand] & (of[cand] != codes[who])
             factor[other] *= speaker_weight
-        elif FIRST_PERSON.search(query) and (users := user_turns(view)) is not None:
-            factor[view.is_episode[cand] & ~users[cand]] *= user_weight
+        elif (users := user_turns(view)) is not None:
+            if asks_assistant(query):  # "the companies you mentioned": about the assistant
+                factor[view.is_episode[cand] & users[cand]] *= role_weight
+            elif FIRST_PERSON.search(query):
+                factor[view.is_episode[cand] & ~users[cand]] *= role_weight
     if date_weight < 1.0:
         inside = date_scope(view, query, asked_at)
         if inside is not None:

@@ -300,7 +300,7 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     score, reply = conversation.lift_replies(view, cand, score, cfg.reply_weight)
     # what the question names (a speaker, dates): the memories outside it demoted
     score, focused = focus.focus(view, cand, score, asked, speaker_weight=cfg.named_speaker_weight,
-                                 user_weight=cfg.first_person_weight,
+                                 role_weight=cfg.first_person_weight,
                                  date_weight=cfg.date_weight, asked_at=at)
     if scope.returnable is None:
         order = scoring.top_k(score, min(k, cand.size))

@@ -77,7 +77,7 @@ class MemoryState:
         self.events = events or EventBus()
         self.graph = MemoryGraph(config.embedding_dim)
         self.vectors = vectors
-        self.bm25 = BM25Index()
+        self.bm25 = BM25Index(stemming=config.lexical_stemming)
         self.pending: list[str] = []
         self.last_episode: str | None = None
         self.windows = 0

@@ -8,8 +8,12 @@ without English function words.
 from __future__ import annotations
 
 import re
+import threading
+from functools import lru_cache
 
-__all__ = ["FIRST_PERSON", "STOPWORDS", "tokenize"]
+import Stemmer
+
+__all__ = ["FIRST_PERSON", "STOPWORDS", "stem", "terms", "tokenize"]
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 #: A text in the first person (a question about the one asking it, a turn about its speaker).
@@ -40,3 +44,30 @@ def tokenize(text: str) -> list[str]:
     ['name', 'sam', 'dog']
     """
     return [t for t in _TOKEN_RE.findall(text.lower()) if t not in STOPWORDS]
+
+
+_STEMMER = Stemmer.Stemmer("english")
+_STEM_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=1 << 17)
+def stem(word: str) -> str:
+    """The English Snowball stem of a lower-case word (PyStemmer), so that "moved",
+    "moving" and "moves" are one lexical term. Numbers and codes are left as they are.
+
+    >>> [stem(w) for w in ("moved", "relocation", "issues", "heron57", "qm")]
+    ['move', 'reloc', 'issu', 'heron57', 'qm']
+    """
+    if not word.isalpha():  # "heron57", "5521": identifiers match exactly
+        return word
+    with _STEM_LOCK:  # a Stemmer object is not safe to share between threads
+        return _STEMMER.stemWord(word)
+
+
+def terms(text: str) -> list[str]:
+    """The lexical index's terms of ``text``: its :func:`tokenize` tokens, stemmed.
+
+    >>> terms("Rachel moved to Chicago; she is moving again")
+    ['rachel', 'move', 'chicago', 'move']
+    """
+    return [stem(t) for t in tokenize(text)]

@@ -289,6 +289,10 @@ def stored_config(data: Any, *, warn: bool = True) -> SynapseConfig:
             # concept to its whole window unless ``extra`` asked for mentions
             extra = data.get("extra") if isinstance(data.get("extra"), Mapping) else {}
             data = {**data, "abstraction_scope": extra.get("abstraction_scope", "window")}
+        if "lexical_stemming" not in data:
+            # written before the lexical index stemmed (0.1.x): it keeps matching words as
+            # written, so the memory ranks as it did; a config passed at open changes it
+            data = {**data, "lexical_stemming": False}
     return SynapseConfig.from_dict(data)
 
 
