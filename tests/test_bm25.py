@@ -113,3 +113,19 @@ def test_inflections_are_one_term_and_identifiers_stay_exact() -> None:
     plain = BM25Index(stemming=False)
     plain.set({"a": "Rachel moved to Chicago"})
     assert not plain.has("move") and plain.query("where did Rachel move?", 5)[0] == ["a"]
+
+
+def test_only_a_token_as_written_singles_a_document_out() -> None:
+    idx = BM25Index()
+    idx.set({"a": "I've lived in Portland for six years", "b": "order QM5521 arrived",
+             "c": "order QM5522 arrived", "d": "we live near the park now"})
+    index = {"a": 0, "b": 1, "c": 2, "d": 3}
+    everyone = np.ones(4, dtype=bool)
+    # "live" is one stem with "lived": held by a and d, so no document alone holds it
+    assert not idx.exclusive_share("Where does Sam live?", index, 4, everyone).any()
+    # among a and b only, "a" holds the stem but not the word: not singled out
+    only_a = np.array([True, True, False, False])
+    assert not idx.exclusive_share("Where does Sam live?", index, 4, only_a).any()
+    # the written word, or a code, does single its document out
+    assert idx.exclusive_share("Who has lived in Portland?", index, 4, only_a)[0] > 0
+    assert idx.exclusive_share("what about order QM5521?", index, 4, everyone)[1] > 0.5

@@ -331,7 +331,8 @@ class BM25Index:
         """For each position of ``index`` (length ``n``): the share of the query's IDF mass
         carried by query tokens that this document alone contains among the ``eligible``
         positions (the turns, say). A token is exclusive when exactly one eligible
-        document holds it; its IDF is computed over the eligible documents.
+        document holds its term, and holds the token as written; its IDF is computed over
+        the eligible documents.
 
         >>> idx = BM25Index()
         >>> idx.set({"a": "order QM5521 arrived", "b": "order QM5522 arrived", "c": "hello"})
@@ -343,7 +344,19 @@ class BM25Index:
         out = np.zeros(n)
         held = self._held_by(tokenize(text), index, n, eligible)
         mass = sum(idf for _, _, idf in held)
-        exclusive = [(int(where[0]), idf) for _, where, idf in held if where.size == 1]
-        for at, idf in exclusive:
+        exclusive = [(int(where[0]), token, idf) for token, where, idf in held if where.size == 1]
+        if exclusive and self.stemming:
+            # evidence is the token as written: "live" singles out no turn that says "lived"
+            # (in a small memory every stem is rare); codes and numbers are never stemmed
+            exclusive = [(at, token, idf) for at, token, idf in exclusive
+                         if token in tokenize(self._text_at(index, n, at))]
+        for at, _, idf in exclusive:
             out[at] += idf / mass
         return out
+
+    def _text_at(self, index: Mapping[str, int], n: int, at: int) -> str:
+        """The indexed text at position ``at`` of ``index`` ("" if none)."""
+        with self._lock:
+            slots = np.flatnonzero(self._slot_positions(index, n) == at)
+            doc_id = self._ids[int(slots[0])] if slots.size else None
+            return self._texts.get(doc_id, "") if doc_id is not None else ""

@@ -60,8 +60,8 @@ from .echoes import is_role
 from .gate import named_subjects
 from .tokens import FIRST_PERSON
 
-__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "asks_assistant", "date_scope", "focus", "named_dates", "named_speaker",
-           "user_turns"]
+__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "asks_assistant", "date_scope", "focus", "named_dates",
+           "named_speaker", "speakers", "user_turns"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,11 +93,16 @@ def _speakers(view: Any) -> tuple[list[str], dict[Any, int], np.ndarray]:
     return sorted(s for s in codes if isinstance(s, str) and s), codes, out
 
 
+def speakers(view: Any) -> list[str]:
+    """The names of the memory's speakers (cached per view)."""
+    return view.derived("focus.speakers", _speakers)[0]
+
+
 def named_speaker(view: Any, query: str) -> str | None:
     """The one speaker of the memory whose name (every word of it) the question holds
     (:func:`~synapse_integrations.core.gate.named_subjects`, as the gate reads it); None
     when it names none or several."""
-    named = named_subjects(query, view.derived("focus.speakers", _speakers)[0])
+    named = named_subjects(query, speakers(view))
     return named[0] if len(named) == 1 else None
 
 

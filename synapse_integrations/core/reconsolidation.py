@@ -74,6 +74,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from .echoes import is_role
+from .gate import attribute_terms
 from .tokens import STOPWORDS, tokenize
 
 logger = logging.getLogger(__name__)
@@ -480,7 +481,8 @@ RECENT_WINDOW = 15
 
 
 def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[str], float],
-                query: str, *, tense: str = "neutral", coverage: float = RECENT_COVERAGE,
+                query: str, *, tense: str = "neutral", names: Sequence[str] = (),
+                coverage: float = RECENT_COVERAGE,
                 older_share: float = RECENT_OLDER_SHARE,
                 window: int = RECENT_WINDOW) -> np.ndarray:
     """Versions found at question time (the newest above older ones, whether or not a
@@ -490,7 +492,10 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     of them hold). The newest turn holding at least ``coverage`` of the mass is placed
     right above the best older turn that holds at least ``older_share`` of it and no
     question word the newest lacks: what the older turn says about the question, the newer
-    says too, later. A question about the past (:func:`query_tense`) is left alone.
+    says too, later. A question about the past (:func:`query_tense`) is left alone. The
+    question's words are its attribute terms (:func:`~synapse_integrations.core.gate.attribute_terms`):
+    the ``names`` of the memory's speakers, which every turn of theirs carries in its
+    speaker prefix, and frame words ("now", "name") say nothing of what changed.
 
     >>> from synapse_integrations.core.graph import Compiled
     >>> texts = ["user: I earned $350 at the farmers market", "user: the weather was nice",
@@ -503,12 +508,15 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     array([0.9, 0.5, 0.9])
     >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0, q, tense="past")
     array([0.9, 0.5, 0.4])
+    >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0,
+    ...             "What does the user do now?", names=["user"])  # only a name: nothing moves
+    array([0.9, 0.5, 0.4])
     """
     score = np.asarray(score, dtype=np.float64).copy()
     if tense == "past" or cand.size < 2:
         return score
     asked: dict[str, str] = {}
-    for t in tokenize(query):
+    for t in attribute_terms(query, names):
         asked.setdefault(_root(t), t)
     texts, speakers = view.node_values("text"), view.node_values("speaker")
     metas, ts = view.node_values("metadata"), view.node_values("ts")

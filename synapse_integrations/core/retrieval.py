@@ -293,7 +293,8 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     tense = query_tense(asked)
     score = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=tense)
     if cfg.version_recency:  # versions found at question time: the newest above
-        score = rank_recent(view, cand, score, state.bm25.idf, asked, tense=tense)
+        score = rank_recent(view, cand, score, state.bm25.idf, asked, tense=tense,
+                            names=focus.speakers(view))
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
     # the conversation: a reply scores with its question
