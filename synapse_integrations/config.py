@@ -429,7 +429,8 @@ class SynapseConfig:
     #: agree on these build the same graph from the same turns, so they can share one memory
     #: and differ only at query time (see ``Synapse.retrieve_by_vector(..., config=...)``).
     GRAPH_FIELDS: ClassVar[tuple[str, ...]] = (
-        "embedding_dim", "lexical_stemming", "consolidation_interval", "dedup_threshold", "ema_momentum",
+        "embedding_dim", "lexical_stemming", "consolidation_interval", "dedup_threshold",
+        "ema_momentum",
         "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
         "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
         "dormancy_windows", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",

@@ -212,8 +212,9 @@ def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
           asked_at: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Scores with the episodes outside what the question names (another speaker's turn:
     ``speaker_weight``; in a memory of roles, not the user's for a question in the first
-    person, the user's for one recalling the assistant's words: ``role_weight``; a turn outside its dates: ``date_weight``) demoted to that share of
-    their score. Returns the scores and the change (0, or negative)."""
+    person, the user's for one recalling the assistant's words: ``role_weight``; a turn
+    outside its dates: ``date_weight``) demoted to that share of their score. Returns the
+    scores and the change (0, or negative)."""
     score = np.asarray(score, dtype=np.float64)
     change = np.zeros(score.shape)
     if cand.size == 0:

@@ -493,9 +493,10 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     right above the best older turn that holds at least ``older_share`` of it and no
     question word the newest lacks: what the older turn says about the question, the newer
     says too, later. A question about the past (:func:`query_tense`) is left alone. The
-    question's words are its attribute terms (:func:`~synapse_integrations.core.gate.attribute_terms`):
-    the ``names`` of the memory's speakers, which every turn of theirs carries in its
-    speaker prefix, and frame words ("now", "name") say nothing of what changed.
+    question's words are its attribute terms
+    (:func:`~synapse_integrations.core.gate.attribute_terms`), without the ``names`` of the
+    memory's speakers (every turn of theirs carries one in its speaker prefix) and frame
+    words ("now", "name"): they say nothing of what changed.
 
     >>> from synapse_integrations.core.graph import Compiled
     >>> texts = ["user: I earned $350 at the farmers market", "user: the weather was nice",
