@@ -274,7 +274,7 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
         else:
             speakers = _names(spk[eligible])
         named = named_subjects(query, speakers)
-        if not named and cfg.gate_first_person in speakers and _FIRST.search(query):
+        if not named and cfg.gate_first_person in speakers and FIRST_PERSON.search(query):
             named = [cfg.gate_first_person]  # "my", "I": the user asking about themself
         terms = resolve_terms(attribute_terms(query, speakers), bm25.has)
         if terms:
@@ -358,7 +358,6 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
     return share, at
 
 
-_FIRST = FIRST_PERSON
 _SECOND = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
 
 
@@ -380,6 +379,6 @@ def turn_about(text: str, speaker: str | None, names: Sequence[str]) -> frozense
     addressed = [nm for nm in names if nm != speaker and any(nm.lower().startswith(w) for w in words)]
     second = bool(_SECOND.search(body)) or "?" in body
     out = set(addressed or ([nm for nm in names if nm != speaker] if second else []))
-    if speaker in names and (_FIRST.search(body) or not (second or addressed)):
+    if speaker in names and (FIRST_PERSON.search(body) or not (second or addressed)):
         out.add(speaker)  # type: ignore[arg-type]
     return frozenset(out)
