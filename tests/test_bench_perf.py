@@ -21,7 +21,8 @@ from synapse_integrations.core.extraction import OfflineExtractor
 from synapse_integrations.types import Turn, VectorWrite, WindowReport
 
 RUN_KEYS = {"nodes", "edges", "synthetic", "retrieve_ms", "dense_only_ms", "activation_ms",
-            "ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms", "peak_rss_mb"}
+            "ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms", "peak_rss_mb",
+            "ratio_with_query_embedding_p50"}
 LATENCIES = ("retrieve_ms", "dense_only_ms", "activation_ms")
 
 
@@ -40,6 +41,10 @@ def check_perf_json(res: dict, sizes: list[int]) -> None:
         for key in ("ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms",
                     "peak_rss_mb"):
             assert isinstance(r[key], float) and r[key] > 0.0, key
+        # the ratio a caller of retrieve(text) against similarity_search(text) sees
+        e = r["embed_query_ms"]
+        assert r["ratio_with_query_embedding_p50"] == pytest.approx(
+            (e + r["retrieve_ms"]["p50"]) / (e + r["dense_only_ms"]["p50"]), abs=1e-3)
     # measured once per invocation (documented): the same in every run
     assert len({r["ingest_turns_per_s"] for r in res["runs"]}) == 1
     assert res["runs"][-1]["peak_rss_mb"] >= res["runs"][0]["peak_rss_mb"]
@@ -133,6 +138,8 @@ def test_format_perf_table() -> None:
     assert "1.50" in lines[2]  # 9 / 6
     assert "120.0 turns/s" in table and "8.25 ms" in table
     assert "synthetic" in table and "ratio 1.25" in table and "ratio 1.00" in table
+    # (8.25 + 6) / (8.25 + 3) and (8.25 + 9) / (8.25 + 6)
+    assert "with the query's embedding on both sides: 1000: 1.267x, 10000: 1.211x" in table
 
 
 def test_peak_rss_is_positive() -> None:
@@ -159,9 +166,10 @@ def test_run_perf_tiny_without_the_model() -> None:
     a = res["archive_check"]
     assert a["archived_nodes"] >= 90 and a["active_nodes"] < 60
     assert a["fresh_active_nodes"] > 0 and a["ratio_p50"] > 0 and a["ratio_fresh_p50"] > 0
-    # the control has the same active graph and no archive left
-    assert (a["dropped_active_nodes"], a["dropped_active_edges"]) == \
-        (a["active_nodes"], a["active_edges"])
+    # the control has the same active nodes and no archive left; forget takes with the
+    # archived turns the relation edges only they said (archiving keeps them)
+    assert a["dropped_active_nodes"] == a["active_nodes"]
+    assert 0 <= a["active_edges"] - a["dropped_active_edges"] <= 3
     assert a["dropped_archived_nodes"] == 0
     assert any("archive check" in line for line in lines)
     json.dumps(res)  # JSON-ready

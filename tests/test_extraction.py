@@ -138,6 +138,21 @@ class TestOfflineExtractor:
         # acronyms count without evidence
         assert "LGBTQ" in by_name(ex.extract([Turn("a", "LGBTQ rights matter.")]))
 
+    def test_names_the_memory_holds_count_at_the_start_of_a_sentence(self):
+        ex = OfflineExtractor(max_concepts=50)
+        window = [Turn("a", "Agnes baked a lemon drizzle cake.", speaker="Nate")]
+        # alone, "Agnes" could be a common word: a topic, its plural "s" stripped
+        alone = by_name(ex.extract(window))
+        assert "Agnes" not in alone and alone["agne"].type == "Topic"
+        # told the memory's names (any case), it is the entity those turns name
+        told = by_name(ex.extract(window, names=["agnes", "Old Betsy"]))
+        assert told["Agnes"].type == "Entity" and told["Agnes"].source_ids == ("a",)
+        assert "agne" not in told
+        # a name it is told does not make a common word mid-sentence a name
+        assert "Lemon" not in by_name(ex.extract(window, names=["lemon"]))
+        assert asyncio.run(ex.aextract(window, names=["Agnes"])).concepts == \
+            ex.extract(window, names=["Agnes"]).concepts
+
     def test_multiword_names(self):
         text = (
             "We watched Lord of the Rings and Harry Potter at Universal Studios, "
@@ -555,3 +570,35 @@ def test_per_turn_share_keeps_a_concept_for_every_turn_and_caps_long_turns():
     assert [c.name for c in tight] == ["assistant", "user", "garden"]
     with pytest.raises(Exception, match="per_turn"):
         OfflineExtractor(per_turn=-1)
+
+
+def test_the_memory_tells_the_extractor_its_names(tmp_path):
+    """A name an earlier window wrote mid-sentence is a name at the start of a sentence in
+    a later window (the consolidator passes the memory's names to the offline extractor);
+    once forgotten, it is not."""
+    from _safety_helpers import HashEmbedder
+
+    from synapse_integrations import Synapse
+
+    filler = [{"text": f"We walked along the river, day {i}.", "speaker": "Sam"} for i in range(4)]
+    mem = Synapse(tmp_path / "m", embedder=HashEmbedder())
+    try:
+        first = mem.add_turns([{"text": "A teacher named Agnes joined our club.", "speaker": "Nate"},
+                               *filler])
+        second = mem.add_turns([{"text": "Agnes baked a lemon drizzle cake.", "speaker": "Nate"},
+                                *filler])
+        g = mem.graph
+
+        def linked(turn: str) -> dict[str, str]:
+            return {g.nodes[n]["name"]: n for n in g.successors(turn)
+                    if g.nodes[n]["kind"] == "concept"}
+
+        assert linked(second[0])["Agnes"] == linked(first[0])["Agnes"]  # one concept
+        assert "agne" not in linked(second[0])
+        # forgotten, the name no longer shapes what later turns are read as
+        mem.forget([first[0], second[0]])
+        assert not [n for n, d in g.nodes(data=True) if d.get("name") == "Agnes"]
+        third = mem.add_turns([{"text": "Agnes sang at the concert.", "speaker": "Nate"}, *filler])
+        assert "Agnes" not in linked(third[0]) and "agne" in linked(third[0])
+    finally:
+        mem.close()

@@ -17,6 +17,7 @@ archive (activation below epsilon for ``dormancy_windows`` windows).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 import uuid
@@ -30,6 +31,7 @@ from ..errors import ExtractionError
 from ..types import Concept, Extractor, Turn, WindowReport
 from . import provenance
 from .scoring import top_k
+from .sleep import NOT_ENTITY_TYPES
 from .state import MemoryState
 from .validation import from_epoch
 
@@ -129,6 +131,24 @@ class Consolidator:
         self.extractor = extractor
         self.names = names
         self.dormancy = DormancyLedger()
+        self._known: set[str] = set()
+        self._known_from: tuple[list[str], int] = ([], 0)  # the concept list read, how far
+
+    def known_names(self) -> set[str]:
+        """The names of the memory's named concepts (people and entities: any type but
+        topics and facts), lower case. Kept in step with the concept list: a window reads
+        only the concepts added since the last one, and the whole list after a removal."""
+        g = self.state.graph
+        ids, _ = g.concept_matrix()
+        seen_list, seen = self._known_from
+        if ids is not seen_list or seen > len(ids):  # rebuilt (a removal): read it all
+            self._known, seen = set(), 0
+        for cid in ids[seen:]:
+            d = g.node(cid)
+            if d.get("ctype") not in NOT_ENTITY_TYPES and d.get("name"):
+                self._known.add(str(d["name"]).lower())
+        self._known_from = (ids, len(ids))
+        return self._known
 
     def window(self, window: list[str]) -> WindowReport:
         """Consolidate the pending turns ``window`` (the oldest pending ones): extraction,
@@ -142,7 +162,11 @@ class Consolidator:
         turns = [Turn(i, g.node(i)["text"], g.node(i)["speaker"], from_epoch(g.node(i)["ts"]))
                  for i in window if i in g]
         try:
-            extraction = self.extractor.extract(turns)
+            # an extractor whose extract() takes ``names`` is told the names the memory
+            # holds (the offline one: a name said only at the start of a sentence is still
+            # a name); asked each window, since the extractor may be replaced
+            extraction = (self.extractor.extract(turns, names=self.known_names())  # type: ignore
+                          if _takes_names(self.extractor) else self.extractor.extract(turns))
         except Exception as exc:
             state.pending = list(window) + state.pending  # not lost: retried later
             raise ExtractionError(f"concept extraction failed: {exc}") from exc
@@ -257,6 +281,14 @@ class Consolidator:
                 state.add_edge(cids[j], cid, kind="association", weight=float(sims[j]))
                 picked += 1
         return created, merged, touched
+
+
+def _takes_names(extractor: Extractor) -> bool:
+    """Whether ``extractor.extract`` takes the memory's names (a ``names`` keyword)."""
+    try:
+        return "names" in inspect.signature(extractor.extract).parameters
+    except (TypeError, ValueError):  # a callable without a signature: the protocol only
+        return False
 
 
 def _distinct(concepts: Sequence[Concept]) -> list[Concept]:

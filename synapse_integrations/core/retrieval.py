@@ -33,18 +33,13 @@ from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
 from .reconsolidation import query_tense, rank_recent, rank_versions
-from .sleep import FACT_TYPE, lend_similarity
+from .sleep import FACT_TYPE, NOT_ENTITY_TYPES, lend_similarity
 from .state import MemoryState
 from .triggers import tokenize
 from .validation import from_epoch
 
 __all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "Spikes", "RetrievalSteps", "Retriever", "build_item",
            "cosines", "feedback_entities", "merge_feedback", "run_pass", "scope_of", "triggers"]
-
-#: Concept types that are not named entities, for ``entity_feedback`` (the offline
-#: extractor's key phrases).
-NOT_ENTITY_TYPES = frozenset({"Topic", FACT_TYPE})  # facts (sleep) are sentences, not names
-
 
 #: What retrieve() returns by default: memories, not the concepts that found them.
 DEFAULT_KINDS = ("episode",)

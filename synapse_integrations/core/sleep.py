@@ -54,11 +54,14 @@ from .tokens import tokenize
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FACT_TYPE", "LLMSleeper", "MIN_FACT_WORDS", "OfflineSleeper", "SleepReport",
-           "Sleeper", "due", "lend_similarity", "run_sleep"]
+__all__ = ["FACT_TYPE", "LLMSleeper", "MIN_FACT_WORDS", "NOT_ENTITY_TYPES", "OfflineSleeper",
+           "SleepReport", "Sleeper", "due", "lend_similarity", "run_sleep"]
 
 #: The concept type of sleep's semantic facts.
 FACT_TYPE = "Fact"
+#: Concept types that are not names: the extractor's topics and sleep's facts (sentences).
+#: Every other type (``Person``, ``Entity``, an LLM extractor's own) names someone or something.
+NOT_ENTITY_TYPES = frozenset({"Topic", FACT_TYPE})
 
 #: Content words a sentence needs to be kept as a fact offline.
 MIN_FACT_WORDS = 4

@@ -231,12 +231,26 @@ class OfflineExtractor(BaseExtractor):
             f"max_relations={self.max_relations}, per_turn={self.per_turn})"
         )
 
-    async def aextract(self, turns: Sequence[Turn]) -> Extraction:
+    async def aextract(self, turns: Sequence[Turn], *, names: Iterable[str] = ()) -> Extraction:
         """Async twin of :meth:`extract`; runs inline (pure CPU work well under a millisecond)."""
-        return self.extract(turns)
+        return self.extract(turns, names=names)
 
-    def extract(self, turns: Sequence[Turn]) -> Extraction:
-        """Extract speakers, named entities and key phrases from one window."""
+    def extract(self, turns: Sequence[Turn], *, names: Iterable[str] = ()) -> Extraction:
+        """Extract speakers, named entities and key phrases from one window.
+
+        ``names``: names the memory already holds (its entities and people, any case; the
+        consolidator passes them). A one-word name said only at the start of a sentence in
+        this window is still that name, not a common word: "Agnes showed up with a cake"
+        yields the entity ``Agnes`` once an earlier window named her, where alone it would
+        yield the plural-stripped topic "agne".
+
+        >>> from synapse_integrations.types import Turn
+        >>> w = [Turn("t", "Agnes baked a lemon cake.", speaker="Nate")]
+        >>> [c.name for c in OfflineExtractor().extract(w).concepts][:2]
+        ['Nate', 'agne']
+        >>> [c.name for c in OfflineExtractor().extract(w, names=["Agnes"]).concepts][:2]
+        ['Nate', 'Agnes']
+        """
         window = check_turns(turns)
         if not window:
             return Extraction()
@@ -253,7 +267,7 @@ class OfflineExtractor(BaseExtractor):
 
         # words the window writes capitalised mid-sentence: evidence that a capitalised
         # sentence-initial word is a name, not a common word
-        known = set(speaker_keys)
+        known = set(speaker_keys) | {n.lower() for n in names}
         for _, tokens in tokenized:
             for tok in tokens:
                 if not tok.initial and _is_capitalised(tok) and tok.lower not in NOT_NAME_START:
