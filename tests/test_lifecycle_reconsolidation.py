@@ -187,6 +187,49 @@ def test_rank_recent_against_hand_computed_scores() -> None:
                             window=2)) == list(score)
 
 
+def test_rank_recent_lifts_successors_for_the_present() -> None:
+    texts = ["Sam: My gym is IronWorks near home", "Ann: IronWorks is loud",
+             "Sam: I cancelled IronWorks for Pulse", "Sam: Pulse and IronWorks both closed early",
+             "Sam: home cooking tonight"]
+    view = _recent_view(["Sam", "Ann", "Sam", "Sam", "Sam"], [1.0, 2.0, 3.0, 4.0, 5.0], texts)
+    idf = {"ironworks": 3.0, "home": 1.0, "near": 1.0, "gym": 2.0}
+    score = np.array([0.9, 0.8, 0.3, 0.2, 0.25])
+    q, names = "Which gym does Sam go to now?", ["Sam", "Ann"]
+    # the answer t0 ("gym"); its own words ironworks 3 + near 1 + home 1 = 5 (the question's
+    # "gym" and the name "sam" left out). Ann's t1 is not Sam; t2 and t3 restate 3/5 >= 0.2,
+    # t4 restates "home" 1/5 = 0.2 >= 0.2 too and is the newest: it goes right above t0
+    got = rank_recent(view, np.arange(5), score, lambda t: idf.get(t, 1.0), q, tense="current",
+                      names=names)
+    assert got[4] == pytest.approx(0.9 + 1e-6)
+    assert list(got[[0, 1, 2, 3]]) == [0.9, 0.8, 0.3, 0.2]
+    # a higher bar (0.25): "home" alone is not enough, t3 (3/5) is now the newest successor
+    got = rank_recent(view, np.arange(5), score, lambda t: idf.get(t, 1.0), q, tense="current",
+                      names=names, successor_share=0.25)
+    assert got[3] == pytest.approx(0.9 + 1e-6) and list(got[[0, 1, 2, 4]]) == [0.9, 0.8, 0.3, 0.25]
+    # not a question about the present: nothing moves (no turn holds 60% and is newer)
+    assert list(rank_recent(view, np.arange(5), score, lambda t: idf.get(t, 1.0), q.replace(" now", ""),
+                            names=names)) == list(score)
+
+
+def test_a_successor_is_shown_first_but_does_not_decide_the_gate(tmp_path) -> None:
+    cfg = SynapseConfig(consolidation_interval=0)
+    with Synapse(str(tmp_path / "m"), config=cfg, embedder=HashingEmbedder()) as mem:
+        mem.add_turns([{"text": "My gym is IronWorks.", "speaker": "Jon",
+                        "timestamp": "2024-01-01T00:00:00Z", "id": "old"},
+                       {"text": "Weather talk, nothing else.", "speaker": "Jon",
+                        "timestamp": "2024-01-02T00:00:00Z", "id": "x"},
+                       {"text": "I cancelled IronWorks and joined Pulse Fitness downtown.",
+                        "speaker": "Jon", "timestamp": "2024-03-01T00:00:00Z", "id": "new"}])
+        now = mem.retrieve("Which gym does Jon go to now?", k=3)
+        off = {it.id: it for it in mem.retrieve("Which gym does Jon go to now?", k=3,
+                                                config=cfg.replace(version_recency=False)).items}
+        assert [it.id for it in now.items][:2] == ["new", "old"]  # the successor right above
+        assert off["old"].score > off["new"].score  # by its words alone it ranks below
+        # the gate judges the turn the question found, not the version lifted above it
+        assert now.confidence == pytest.approx(off["old"].components.similarity, abs=1e-6)
+        assert now.items[0].components.superseded > 0
+
+
 def test_version_recency_is_a_switch(tmp_path) -> None:
     cfg = SynapseConfig(consolidation_interval=0)
     with Synapse(str(tmp_path / "m"), config=cfg, embedder=HashingEmbedder()) as mem:

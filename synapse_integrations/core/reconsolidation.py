@@ -478,13 +478,17 @@ RECENT_COVERAGE = 0.6
 RECENT_OLDER_SHARE = 0.3
 #: ... among this many best candidates.
 RECENT_WINDOW = 15
+#: A later turn of the same speaker restating this share of an older answer's own words
+#: (their IDF mass) is its successor, for a question about the present.
+SUCCESSOR_SHARE = 0.2
 
 
 def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[str], float],
                 query: str, *, tense: str = "neutral", names: Sequence[str] = (),
                 coverage: float = RECENT_COVERAGE,
                 older_share: float = RECENT_OLDER_SHARE,
-                window: int = RECENT_WINDOW) -> np.ndarray:
+                window: int = RECENT_WINDOW,
+                successor_share: float = SUCCESSOR_SHARE) -> np.ndarray:
     """Versions found at question time (the newest above older ones, whether or not a
     write linked them). Among the ``window`` best candidates, the user turns (not the
     assistant's) with an event time are compared by the question's words they hold (by a
@@ -497,6 +501,13 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     (:func:`~synapse_integrations.core.gate.attribute_terms`), without the ``names`` of the
     memory's speakers (every turn of theirs carries one in its speaker prefix) and frame
     words ("now", "name"): they say nothing of what changed.
+
+    A question about the present ("now", "currently", "these days": ``tense="current"``)
+    also lifts successors that do not repeat its words: each older turn holding at least
+    ``older_share`` of the mass (an answer by words) gets its newest successor, a later
+    turn of the same speaker restating at least ``successor_share`` of the IDF mass of the
+    answer's own words (the question's words and the speakers' names left out), placed
+    right above it.
 
     >>> from synapse_integrations.core.graph import Compiled
     >>> texts = ["user: I earned $350 at the farmers market", "user: the weather was nice",
@@ -511,6 +522,18 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     array([0.9, 0.5, 0.4])
     >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0,
     ...             "What does the user do now?", names=["user"])  # only a name: nothing moves
+    array([0.9, 0.5, 0.4])
+    >>> texts = ["user: My gym is IronWorks, near home", "user: the weather was nice",
+    ...          "user: I cancelled IronWorks and joined Pulse Fitness"]
+    >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3), src=[], dst=[], weight=[],
+    ...     is_episode=[True] * 3, attrs={"text": texts, "speaker": ["user"] * 3,
+    ...                                   "ts": [1.0, 2.0, 3.0], "metadata": [{}] * 3})
+    >>> q = "Which gym do I go to now?"
+    >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0, q,
+    ...             tense="current", names=["user"]).round(3)  # "IronWorks": its successor
+    array([0.9, 0.5, 0.9])
+    >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0, q,
+    ...             names=["user"])  # no word of the present: the words alone decide
     array([0.9, 0.5, 0.4])
     """
     score = np.asarray(score, dtype=np.float64).copy()
@@ -532,11 +555,42 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
         return score
     share = {j: sum(weight[r] for r in held[j]) / mass for j in users}
     full = [j for j in users if share[j] >= coverage]
-    if not full:
-        return score
-    newest = max(full, key=lambda j: (ts[cand[j]], -j))
-    older = [score[j] for j in users if ts[cand[j]] < ts[cand[newest]]
-             and held[j] <= held[newest] and share[j] >= older_share]
-    if older and score[newest] < max(older):
-        score[newest] = max(older) + VERSION_MARGIN
+    if full:
+        newest = max(full, key=lambda j: (ts[cand[j]], -j))
+        older = [score[j] for j in users if ts[cand[j]] < ts[cand[newest]]
+                 and held[j] <= held[newest] and share[j] >= older_share]
+        if older and score[newest] < max(older):
+            score[newest] = max(older) + VERSION_MARGIN
+    if tense == "current":  # "now", "currently", "these days": the answers' successors
+        skip = set(asked) | {_root(t) for n in names for t in tokenize(n)}
+        answers = [j for j in users if share[j] >= older_share]
+        score = _lift_successors(view, cand, score, users, answers, skip, idf, successor_share)
+    return score
+
+
+def _lift_successors(view: Any, cand: np.ndarray, score: np.ndarray, users: list[int],
+                     answers: list[int], skip: set[str], idf: Callable[[str], float],
+                     share_min: float) -> np.ndarray:
+    """Each of the ``answers`` (best first) with its newest successor among ``users`` placed
+    right above it: a later turn of the same speaker that restates at least ``share_min``
+    of the answer's own words (their IDF mass; the roots in ``skip`` left out). "I
+    cancelled IronWorks and joined Pulse Fitness" restates "My gym is IronWorks" without
+    the question's word "gym"."""
+    texts, speakers, ts = view.node_values("text"), view.node_values("speaker"), view.node_values("ts")
+    roots = {j: {_root(t) for t in tokenize(texts[cand[j]] or "")} for j in users}
+    for a in sorted(answers, key=lambda j: -score[j]):
+        own: dict[str, str] = {}
+        for t in tokenize(texts[cand[a]] or ""):
+            if _root(t) not in skip:
+                own.setdefault(_root(t), t)
+        mass = sum(idf(t) for t in own.values())
+        if mass <= 0:
+            continue
+        later = [j for j in users if ts[cand[j]] > ts[cand[a]]
+                 and speakers[cand[j]] == speakers[cand[a]]
+                 and sum(idf(t) for r, t in own.items() if r in roots[j]) / mass >= share_min]
+        if later:
+            newest = max(later, key=lambda j: (ts[cand[j]], -j))
+            if score[newest] <= score[a]:
+                score[newest] = score[a] + VERSION_MARGIN
     return score

@@ -540,8 +540,11 @@ class Retriever:
         activated = [run.activated]
         passes = [run]  # whose activation paths the items show
         # the gate judges the top memory returned for the question as asked (the feedback
-        # pass only re-ranks)
-        top = run.order[0]
+        # pass only re-ranks), of those its relevance placed: a version lifted above the
+        # turn it updates (core/reconsolidation.py) stands in for that turn, and need not
+        # be about the question's words ("I cancelled IronWorks" for "Which gym ...?")
+        placed = run.order[run.superseded[run.order] <= 0]
+        top = placed[0] if placed.size else run.order[0]
         if cfg.gate_signal == "score":
             confidence = float(run.score[top])
         elif cfg.gate_signal == "similarity" or not cfg.use_activation:
