@@ -543,7 +543,7 @@ class Retriever:
         # pass only re-ranks), of those its relevance placed: a version lifted above the
         # turn it updates (core/reconsolidation.py) stands in for that turn, and need not
         # be about the question's words ("I cancelled IronWorks" for "Which gym ...?")
-        placed = run.order[run.superseded[run.order] <= 0]
+        placed = run.order[run.superseded[run.order] <= 1e-9]  # lifts are >= VERSION_MARGIN
         top = placed[0] if placed.size else run.order[0]
         if cfg.gate_signal == "score":
             confidence = float(run.score[top])
