@@ -211,15 +211,23 @@ def test_rank_recent_lifts_successors_for_the_present() -> None:
                             names=names)) == list(score)
 
 
+def _two_versions(tmp_path, cfg: SynapseConfig, speaker: str, old: str, new: str) -> Synapse:
+    """A memory of ``speaker``'s ``old`` turn (id "old"), a turn about the weather ("x") and,
+    two months later, the ``new`` one ("new")."""
+    mem = Synapse(str(tmp_path / "m"), config=cfg, embedder=HashingEmbedder())
+    mem.add_turns([{"text": old, "speaker": speaker, "timestamp": "2024-01-01T00:00:00Z",
+                    "id": "old"},
+                   {"text": "Weather talk, nothing else.", "speaker": speaker,
+                    "timestamp": "2024-01-02T00:00:00Z", "id": "x"},
+                   {"text": new, "speaker": speaker, "timestamp": "2024-03-01T00:00:00Z",
+                    "id": "new"}])
+    return mem
+
+
 def test_a_successor_is_shown_first_but_does_not_decide_the_gate(tmp_path) -> None:
     cfg = SynapseConfig(consolidation_interval=0)
-    with Synapse(str(tmp_path / "m"), config=cfg, embedder=HashingEmbedder()) as mem:
-        mem.add_turns([{"text": "My gym is IronWorks.", "speaker": "Jon",
-                        "timestamp": "2024-01-01T00:00:00Z", "id": "old"},
-                       {"text": "Weather talk, nothing else.", "speaker": "Jon",
-                        "timestamp": "2024-01-02T00:00:00Z", "id": "x"},
-                       {"text": "I cancelled IronWorks and joined Pulse Fitness downtown.",
-                        "speaker": "Jon", "timestamp": "2024-03-01T00:00:00Z", "id": "new"}])
+    with _two_versions(tmp_path, cfg, "Jon", "My gym is IronWorks.",
+                       "I cancelled IronWorks and joined Pulse Fitness downtown.") as mem:
         now = mem.retrieve("Which gym does Jon go to now?", k=3)
         off = {it.id: it for it in mem.retrieve("Which gym does Jon go to now?", k=3,
                                                 config=cfg.replace(version_recency=False)).items}
@@ -232,13 +240,8 @@ def test_a_successor_is_shown_first_but_does_not_decide_the_gate(tmp_path) -> No
 
 def test_version_recency_is_a_switch(tmp_path) -> None:
     cfg = SynapseConfig(consolidation_interval=0)
-    with Synapse(str(tmp_path / "m"), config=cfg, embedder=HashingEmbedder()) as mem:
-        mem.add_turns([{"text": "I keep 3 bikes in the garage.", "speaker": "Sam",
-                        "timestamp": "2024-01-01T00:00:00Z", "id": "old"},
-                       {"text": "Weather talk, nothing else.", "speaker": "Sam",
-                        "timestamp": "2024-01-02T00:00:00Z", "id": "x"},
-                       {"text": "These days I keep 4 bikes in my garage.", "speaker": "Sam",
-                        "timestamp": "2024-03-01T00:00:00Z", "id": "new"}])
+    with _two_versions(tmp_path, cfg, "Sam", "I keep 3 bikes in the garage.",
+                       "These days I keep 4 bikes in my garage.") as mem:
         q = "How many bikes do I keep in the garage?"
         on = {it.id: it.score for it in mem.retrieve(q, k=3).items}
         off = {it.id: it.score for it in mem.retrieve(

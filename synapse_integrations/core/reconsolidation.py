@@ -548,7 +548,8 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     users = [j for j in top if view.is_episode[cand[j]] and ts[cand[j]] is not None
              and not is_role({"speaker": speakers[cand[j]], "metadata": metas[cand[j]] or {}},
                              "assistant")]
-    held = {j: {_root(t) for t in tokenize(texts[cand[j]] or "")} & asked.keys() for j in users}
+    words = {j: _rooted(texts[cand[j]]) for j in users}  # root -> the first word with it
+    held = {j: words[j].keys() & asked.keys() for j in users}
     weight = {r: idf(t) for r, t in asked.items() if any(r in h for h in held.values())}
     mass = sum(weight.values())
     if mass <= 0:
@@ -564,31 +565,35 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     if tense == "current":  # "now", "currently", "these days": the answers' successors
         skip = set(asked) | {_root(t) for n in names for t in tokenize(n)}
         answers = [j for j in users if share[j] >= older_share]
-        score = _lift_successors(view, cand, score, users, answers, skip, idf, successor_share)
+        score = _lift_successors(view, cand, score, words, answers, skip, idf, successor_share)
     return score
 
 
-def _lift_successors(view: Any, cand: np.ndarray, score: np.ndarray, users: list[int],
-                     answers: list[int], skip: set[str], idf: Callable[[str], float],
-                     share_min: float) -> np.ndarray:
-    """Each of the ``answers`` (best first) with its newest successor among ``users`` placed
-    right above it: a later turn of the same speaker that restates at least ``share_min``
-    of the answer's own words (their IDF mass; the roots in ``skip`` left out). "I
-    cancelled IronWorks and joined Pulse Fitness" restates "My gym is IronWorks" without
-    the question's word "gym"."""
-    texts, speakers, ts = view.node_values("text"), view.node_values("speaker"), view.node_values("ts")
-    roots = {j: {_root(t) for t in tokenize(texts[cand[j]] or "")} for j in users}
+def _rooted(text: str | None) -> dict[str, str]:
+    """A text's crude stems (:func:`_root`), each with the first word that has it."""
+    out: dict[str, str] = {}
+    for t in tokenize(text or ""):
+        out.setdefault(_root(t), t)
+    return out
+
+
+def _lift_successors(view: Any, cand: np.ndarray, score: np.ndarray,
+                     words: Mapping[int, Mapping[str, str]], answers: list[int], skip: set[str],
+                     idf: Callable[[str], float], share_min: float) -> np.ndarray:
+    """Each of the ``answers`` (best first) with its newest successor among the turns of
+    ``words`` (candidate -> its :func:`_rooted` words) placed right above it: a later turn
+    of the same speaker that restates at least ``share_min`` of the answer's own words
+    (their IDF mass; the roots in ``skip`` left out). "I cancelled IronWorks and joined
+    Pulse Fitness" restates "My gym is IronWorks" without the question's word "gym"."""
+    speakers, ts = view.node_values("speaker"), view.node_values("ts")
     for a in sorted(answers, key=lambda j: -score[j]):
-        own: dict[str, str] = {}
-        for t in tokenize(texts[cand[a]] or ""):
-            if _root(t) not in skip:
-                own.setdefault(_root(t), t)
+        own = {r: t for r, t in words[a].items() if r not in skip}
         mass = sum(idf(t) for t in own.values())
         if mass <= 0:
             continue
-        later = [j for j in users if ts[cand[j]] > ts[cand[a]]
+        later = [j for j in words if ts[cand[j]] > ts[cand[a]]
                  and speakers[cand[j]] == speakers[cand[a]]
-                 and sum(idf(t) for r, t in own.items() if r in roots[j]) / mass >= share_min]
+                 and sum(idf(t) for r, t in own.items() if r in words[j]) / mass >= share_min]
         if later:
             newest = max(later, key=lambda j: (ts[cand[j]], -j))
             if score[newest] <= score[a]:
