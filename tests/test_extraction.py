@@ -367,6 +367,32 @@ class TestLLMExtractor:
         assert result == OfflineExtractor().extract(LLM_WINDOW)
         assert ex.stats == ExtractorStats(calls=2, retries=1, fallbacks=1)
 
+    def test_known_names_shown_to_the_model_and_given_to_the_fallback(self):
+        seen: list[list] = []
+
+        class Recorder(FakeListChatModel):
+            def invoke(self, messages, *args, **kwargs):  # type: ignore[override]
+                seen.append(list(messages))
+                return super().invoke(messages, *args, **kwargs)
+
+        window = [Turn("a", "Agnes baked a lemon drizzle cake in new york.", speaker="Nate")]
+        known = ["agnes", "New York", "nate", "Old Betsy"]
+        LLMExtractor(Recorder(responses=[json.dumps(VALID)])).extract(window, names=known)
+        # the names the window says, as it spells them; not the speaker, not the absent one
+        assert seen[0][1].content.endswith(
+            "Names this memory already holds (reuse them as written): Agnes, new york")
+        # no known name in the window: no such line
+        LLMExtractor(Recorder(responses=[json.dumps(VALID)])).extract(window, names=["bob"])
+        assert "already holds" not in seen[1][1].content
+        # a failed model hands the names to the offline fallback: "Agnes" stays a name
+        offline = OfflineExtractor()
+        failed = LLMExtractor(fake("x", "y"), fallback=offline)
+        assert failed.extract(window, names=known) == offline.extract(window, names=known)
+        assert "Agnes" in names(failed.extract(window, names=known))
+        assert "Agnes" not in names(failed.extract(window))
+        assert asyncio.run(failed.aextract(window, names=known)) == \
+            offline.extract(window, names=known)
+
     def test_custom_fallback_and_strict(self):
         sentinel = Extraction(concepts=(Concept("fallback"),))
 

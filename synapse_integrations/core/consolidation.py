@@ -17,7 +17,6 @@ archive (activation below epsilon for ``dormancy_windows`` windows).
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 import uuid
@@ -30,6 +29,7 @@ import numpy as np
 from ..errors import ExtractionError
 from ..types import Concept, Extractor, Turn, WindowReport
 from . import provenance
+from .extraction.protocol import takes_names
 from .scoring import top_k
 from .sleep import NOT_ENTITY_TYPES
 from .state import MemoryState
@@ -166,7 +166,7 @@ class Consolidator:
             # holds (the offline one: a name said only at the start of a sentence is still
             # a name); asked each window, since the extractor may be replaced
             extraction = (self.extractor.extract(turns, names=self.known_names())  # type: ignore
-                          if _takes_names(self.extractor) else self.extractor.extract(turns))
+                          if takes_names(self.extractor) else self.extractor.extract(turns))
         except Exception as exc:
             state.pending = list(window) + state.pending  # not lost: retried later
             raise ExtractionError(f"concept extraction failed: {exc}") from exc
@@ -281,14 +281,6 @@ class Consolidator:
                 state.add_edge(cids[j], cid, kind="association", weight=float(sims[j]))
                 picked += 1
         return created, merged, touched
-
-
-def _takes_names(extractor: Extractor) -> bool:
-    """Whether ``extractor.extract`` takes the memory's names (a ``names`` keyword)."""
-    try:
-        return "names" in inspect.signature(extractor.extract).parameters
-    except (TypeError, ValueError):  # a callable without a signature: the protocol only
-        return False
 
 
 def _distinct(concepts: Sequence[Concept]) -> list[Concept]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from .llm import ExtractedEdge, ExtractedNode, ExtractionSchema, ExtractorStats, LLMExtractor
 from .offline import OfflineExtractor
-from .protocol import BaseExtractor, Extractor
+from .protocol import BaseExtractor, Extractor, takes_names
 from .stats import window_stats
 
 __all__ = [
@@ -46,5 +46,6 @@ __all__ = [
     "ExtractorStats",
     "LLMExtractor",
     "OfflineExtractor",
+    "takes_names",
     "window_stats",
 ]

@@ -13,7 +13,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ...errors import ConfigError, ExtractionError, InvalidTypeError, MissingDependencyError
 from ...types import Concept, Extraction, Relation, Turn
 from .offline import OfflineExtractor
-from .protocol import BaseExtractor, Extractor, check_turns, is_int
+from .protocol import BaseExtractor, Extractor, check_turns, is_int, takes_names
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from langchain_core.language_models import BaseChatModel
@@ -404,12 +404,18 @@ class LLMExtractor(BaseExtractor):
 
     # -- the two faces: the same dialogue, driven by invoke or by ainvoke --------------
 
-    def extract(self, turns: Sequence[Turn]) -> Extraction:
-        """Extract nodes and edges from one window with the chat model."""
+    def extract(self, turns: Sequence[Turn], *, names: Iterable[str] = ()) -> Extraction:
+        """Extract nodes and edges from one window with the chat model.
+
+        ``names``: names the memory already holds (the consolidator passes them). Those
+        the window's text says are listed for the model, so that it reuses them as
+        written, and all of them go to the fallback extractor when it takes names.
+        """
         window = check_turns(turns)
         if not window:
             return Extraction()
-        dialogue = self._dialogue(window)
+        names = tuple(names)
+        dialogue = self._dialogue(window, names)
         request = next(dialogue)
         try:
             while True:
@@ -423,15 +429,18 @@ class LLMExtractor(BaseExtractor):
             outcome = done.value
         if isinstance(outcome, _Failed):
             self._note_fallback(window, outcome)
+            if names and takes_names(self.fallback):
+                return self.fallback.extract(window, names=names)  # type: ignore[call-arg]
             return self.fallback.extract(window)
         return outcome
 
-    async def aextract(self, turns: Sequence[Turn]) -> Extraction:
+    async def aextract(self, turns: Sequence[Turn], *, names: Iterable[str] = ()) -> Extraction:
         """Async twin of :meth:`extract` (uses the model's ``ainvoke``)."""
         window = check_turns(turns)
         if not window:
             return Extraction()
-        dialogue = self._dialogue(window)
+        names = tuple(names)
+        dialogue = self._dialogue(window, names)
         request = next(dialogue)
         try:
             while True:
@@ -445,6 +454,8 @@ class LLMExtractor(BaseExtractor):
             outcome = done.value
         if isinstance(outcome, _Failed):
             self._note_fallback(window, outcome)
+            if names and takes_names(self.fallback):
+                return await self.fallback.aextract(window, names=names)  # type: ignore[call-arg]
             return await self.fallback.aextract(window)
         return outcome
 
@@ -463,14 +474,14 @@ class LLMExtractor(BaseExtractor):
             self._stats.fallbacks += 1
 
     def _dialogue(
-        self, window: tuple[Turn, ...]
+        self, window: tuple[Turn, ...], names: tuple[str, ...] = ()
     ) -> Generator[tuple[Any, list[Any]], Any, Extraction | _Failed]:
         """The conversation with the model, free of I/O: yields (runnable, messages) and
         receives the model's answer (or the exception it raised)."""
         lc = _require_langchain()
         messages: list[Any] = [
             lc.SystemMessage(content=self.system_prompt),
-            lc.HumanMessage(content=_render_window(window)),
+            lc.HumanMessage(content=_render_window(window, names)),
         ]
         runnable = self._structured if self._structured is not None else self.model
         problem = ""
@@ -546,8 +557,38 @@ def _short_error(error: BaseException) -> str:
     return text[:300] or type(error).__name__
 
 
-def _render_window(window: Sequence[Turn]) -> str:
-    """The window as the model sees it: one line per turn, ``[id] speaker: text``."""
+_KNOWN_NAMES_SHOWN = 30  # at most this many known names are listed for one window
+
+
+def _known_in_window(window: Sequence[Turn], names: Sequence[str]) -> list[str]:
+    """The known ``names`` the window's text says (whole words, any case), spelled as the
+    text spells them, in order of first appearance; speakers are left out (the turns
+    name them already).
+
+    >>> w = [Turn("a", "Agnes brought a cake. agnes is kind.", speaker="Ann")]
+    >>> _known_in_window(w, ["agnes", "ann", "new york", "bob"])
+    ['Agnes']
+    """
+    wanted = {" ".join(n.lower().split()) for n in names if n and n.strip()}
+    wanted -= {" ".join(t.speaker.lower().split()) for t in window if t.speaker}
+    if not wanted:
+        return []
+    longest = max(len(n.split()) for n in wanted)
+    found: dict[str, str] = {}
+    for turn in window:
+        words = re.findall(r"[\w'&.-]*\w", turn.text)
+        for i in range(len(words)):
+            for n in range(min(longest, len(words) - i), 0, -1):
+                said = " ".join(words[i:i + n])
+                if said.lower() in wanted and said.lower() not in found:
+                    found[said.lower()] = said
+                    break
+    return list(found.values())[:_KNOWN_NAMES_SHOWN]
+
+
+def _render_window(window: Sequence[Turn], names: Sequence[str] = ()) -> str:
+    """The window as the model sees it: one line per turn, ``[id] speaker: text``; then
+    the known names the turns say, if any, for the model to reuse as written."""
     lines = ["Conversation turns:"]
     for turn in window:
         text = " ".join(turn.text.split())
@@ -557,4 +598,9 @@ def _render_window(window: Sequence[Turn]) -> str:
         if turn.timestamp is not None:
             when = f" ({turn.timestamp.isoformat(sep=' ', timespec='minutes')})"
         lines.append(f"[{turn.id}]{when} {text}")
+    known = _known_in_window(window, names)
+    if known:
+        lines.append("")
+        lines.append("Names this memory already holds (reuse them as written): "
+                     + ", ".join(known))
     return "\n".join(lines)

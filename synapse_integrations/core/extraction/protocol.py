@@ -5,13 +5,14 @@ the input checks every extractor shares."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 
 from ...errors import InvalidTypeError
 from ...types import Extraction, Extractor, Turn
 
-__all__ = ["BaseExtractor", "Extractor", "check_turns", "is_int"]
+__all__ = ["BaseExtractor", "Extractor", "check_turns", "is_int", "takes_names"]
 
 
 class BaseExtractor(ABC):
@@ -44,6 +45,21 @@ def check_turns(turns: Sequence[Turn]) -> tuple[Turn, ...]:
                 "synapse_integrations.types.Turn(id, text, speaker=...)"
             )
     return window
+
+
+def takes_names(extractor: Extractor) -> bool:
+    """Whether ``extractor.extract`` takes the memory's known names (a ``names`` keyword).
+
+    Extractors are free not to: the :class:`Extractor` protocol only asks for the turns.
+
+    >>> from synapse_integrations.core.extraction import OfflineExtractor
+    >>> takes_names(OfflineExtractor())
+    True
+    """
+    try:
+        return "names" in inspect.signature(extractor.extract).parameters
+    except (TypeError, ValueError):  # a callable without a signature: the protocol only
+        return False
 
 
 def is_int(value: object) -> bool:
