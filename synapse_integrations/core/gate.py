@@ -35,6 +35,7 @@ decisions and their measured curves are in docs/gate.md.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -68,8 +69,11 @@ recently currently now still lately anymore usually
 """.split())
 
 
-def _name_tokens(name: str) -> list[str]:
-    return tokenize(name) or [name.lower()]
+@functools.lru_cache(maxsize=4096)
+def _name_tokens(name: str) -> tuple[str, ...]:
+    """A name's tokens (its lowercased whole when it has none); cached: every question
+    reads every speaker's name."""
+    return tuple(tokenize(name)) or (name.lower(),)
 
 
 def named_subjects(question: str, speakers: Sequence[str]) -> list[str]:

@@ -548,7 +548,11 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     users = [j for j in top if view.is_episode[cand[j]] and ts[cand[j]] is not None
              and not is_role({"speaker": speakers[cand[j]], "metadata": metas[cand[j]] or {}},
                              "assistant")]
-    words = {j: _rooted(texts[cand[j]]) for j in users}  # root -> the first word with it
+    rooted = view.derived("recent.rooted", lambda _: {})  # node -> its words, once per view
+    for j in users:
+        if int(cand[j]) not in rooted:
+            rooted[int(cand[j])] = _rooted(texts[cand[j]])
+    words = {j: rooted[int(cand[j])] for j in users}  # root -> the first word with it
     held = {j: words[j].keys() & asked.keys() for j in users}
     weight = {r: idf(t) for r, t in asked.items() if any(r in h for h in held.values())}
     mass = sum(weight.values())
