@@ -280,7 +280,8 @@ def format_longmemeval_table(results: dict[str, Any]) -> str:
     if t:
         lines.append(f"time: {t['total']:.0f} s in all (embedding and cache reads "
                      f"{t['embed']:.0f} s, {t['embedded_texts']} texts embedded; ingestion "
-                     f"{t['ingest']:.0f} s; retrieval {t['retrieve']:.0f} s)")
+                     f"{t['ingest']:.0f} s; retrieval {t['retrieve']:.0f} s; loading the "
+                     f"model {t.get('model_load', 0.0):.1f} s, before any query was timed)")
     lines.append(f"skipped: {results['skipped']}")
     return "\n".join(lines)
 
