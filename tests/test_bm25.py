@@ -129,3 +129,22 @@ def test_only_a_token_as_written_singles_a_document_out() -> None:
     # the written word, or a code, does single its document out
     assert idx.exclusive_share("Who has lived in Portland?", index, 4, only_a)[0] > 0
     assert idx.exclusive_share("what about order QM5521?", index, 4, everyone)[1] > 0.5
+
+
+def test_a_hyphenated_compound_meets_the_same_word_written_whole() -> None:
+    idx = BM25Index()
+    idx.set({"a": "I've been running farther to de-stress", "b": "we played nonstop",
+             "c": "order QM-5521-TK arrived", "d": "order QM-5522-TK arrived",
+             "e": "ice cream on the pier"})
+    index = {k: i for i, k in enumerate("abcde")}
+    assert idx.query("What does Melanie do to destress?", 5)[0] == ["a"]
+    assert idx.query("the game they played non-stop", 5)[0][0] == "b"
+    # the whole code is one more term only its own turn holds: its near-duplicate ranks below
+    s = idx.scores_for("What did I buy with order QM-5521-TK?", index, 5)
+    assert s[2] > s[3] > 0
+    # both parts stay terms: "ice-cream" still finds "ice cream"
+    assert idx.query("vegan ice-cream", 5)[0] == ["e"]
+    # words as written (no stemming) are left as they were
+    plain = BM25Index(stemming=False)
+    plain.set({"a": "to de-stress"})
+    assert not plain.has("destress")

@@ -64,10 +64,22 @@ def stem(word: str) -> str:
         return _STEMMER.stemWord(word)
 
 
+_HYPHENATED = re.compile(r"(?u)\b\w+(?:-\w+)+\b")
+
+
 def terms(text: str) -> list[str]:
-    """The lexical index's terms of ``text``: its :func:`tokenize` tokens, stemmed.
+    """The lexical index's terms of ``text``: its :func:`tokenize` tokens, stemmed, then
+    each hyphenated compound written as one word too, so that "de-stress" and "destress",
+    "non-stop" and "nonstop" meet (both parts stay terms: "ice-cream" still matches "ice
+    cream").
 
     >>> terms("Rachel moved to Chicago; she is moving again")
     ['rachel', 'move', 'chicago', 'move']
+    >>> terms("Running helps me de-stress"), terms("How do you destress?")
+    (['run', 'help', 'de', 'stress', 'destress'], ['destress'])
     """
-    return [stem(t) for t in tokenize(text)]
+    out = [stem(t) for t in tokenize(text)]
+    if "-" in text:
+        out += [stem(w) for w in (c.replace("-", "") for c in _HYPHENATED.findall(text.lower()))
+                if w not in STOPWORDS]
+    return out
