@@ -148,3 +148,21 @@ def test_a_hyphenated_compound_meets_the_same_word_written_whole() -> None:
     plain = BM25Index(stemming=False)
     plain.set({"a": "to de-stress"})
     assert not plain.has("destress")
+
+
+def test_irregular_verb_forms_meet_their_lemma_and_other_readings_stay() -> None:
+    idx = BM25Index()
+    idx.set({"a": "I chose to write about this because it's personal", "b": "she wrote a poem",
+             "c": "he taught vegan ice cream recipes", "d": "a felt hat",
+             "e": "my friend Rose sent roses", "f": "prices rise every year"})
+    index = {k: i for i, k in enumerate("abcdef")}
+    # "written" is "write" (Snowball alone leaves "written"): both turns that write are found
+    assert set(idx.query("How many screenplays has Joanna written?", 5)[0]) == {"a", "b"}
+    assert idx.query("Who would teach me recipes?", 5)[0][0] == "c"
+    # a word that reads as something else too keeps its own form: "felt" the cloth is not
+    # "feel", "Rose" the name is not "rise"
+    assert idx.query("How did you feel?", 5)[0] == []
+    assert idx.scores_for("Rose", index, 6)[5] == 0.0
+    plain = BM25Index(stemming=False)
+    plain.set({"a": "she wrote a poem"})
+    assert plain.query("write", 5)[0] == []

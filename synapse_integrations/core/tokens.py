@@ -12,6 +12,7 @@ import threading
 from functools import lru_cache
 
 import Stemmer
+from lemminflect import getAllLemmas
 
 __all__ = ["FIRST_PERSON", "STOPWORDS", "stem", "terms", "tokenize"]
 
@@ -50,18 +51,32 @@ _STEMMER = Stemmer.Stemmer("english")
 _STEM_LOCK = threading.Lock()
 
 
+def _verb_lemma(word: str) -> str:
+    """The lemma of an irregular verb form ("wrote", "written" -> "write"; "taught" ->
+    "teach"), from LemmInflect's dictionary, when the word reads only as that one verb;
+    any other word as it is. A word with another reading keeps its own form: "felt" (the
+    cloth), "left" (the side), "rose" (the flower and the name), "saw" (the tool)."""
+    readings = getAllLemmas(word)
+    lemmas = readings.get("VERB", ())
+    return lemmas[0] if len(readings) == 1 and len(lemmas) == 1 else word
+
+
 @lru_cache(maxsize=1 << 17)
 def stem(word: str) -> str:
-    """The English Snowball stem of a lower-case word (PyStemmer), so that "moved",
-    "moving" and "moves" are one lexical term. Numbers and codes are left as they are.
+    """The lexical term of a lower-case word: its English Snowball stem (PyStemmer), so
+    that "moved", "moving" and "moves" are one term, taken from the verb's lemma for an
+    irregular verb form, so that "wrote" and "written" meet "write" (Snowball cuts
+    suffixes only). Numbers and codes are left as they are.
 
     >>> [stem(w) for w in ("moved", "relocation", "issues", "heron57", "qm")]
     ['move', 'reloc', 'issu', 'heron57', 'qm']
+    >>> [stem(w) for w in ("wrote", "written", "writing", "taught", "felt", "rose")]
+    ['write', 'write', 'write', 'teach', 'felt', 'rose']
     """
     if not word.isalpha():  # "heron57", "5521": identifiers match exactly
         return word
     with _STEM_LOCK:  # a Stemmer object is not safe to share between threads
-        return _STEMMER.stemWord(word)
+        return _STEMMER.stemWord(_verb_lemma(word))
 
 
 _HYPHENATED = re.compile(r"(?u)\b\w+(?:-\w+)+\b")
