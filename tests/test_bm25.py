@@ -20,11 +20,11 @@ WORDS = ("dana ski skiing skis trip whistler snow cousin vet school cello lisbon
 
 def _oracle(texts: dict[str, str], query: str, split=terms) -> dict[str, float]:
     """bm25s's scores over the index's terms (Snowball stems of the tokens, or with
-    ``split=tokenize`` the tokens as written)."""
+    ``split=tokenize`` the tokens as written), each distinct query term counted once."""
     ids = list(texts)
     model = bm25s.BM25()
     model.index([split(texts[i]) or ["\x00empty"] for i in ids], show_progress=False)
-    tokens = [t for t in split(query) if t in model.vocab_dict]
+    tokens = [t for t in dict.fromkeys(split(query)) if t in model.vocab_dict]  # once each
     if not tokens:
         return {i: 0.0 for i in ids}
     return dict(zip(ids, np.asarray(model.get_scores(tokens), dtype=np.float64)))
@@ -166,3 +166,15 @@ def test_irregular_verb_forms_meet_their_lemma_and_other_readings_stay() -> None
     plain = BM25Index(stemming=False)
     plain.set({"a": "she wrote a poem"})
     assert plain.query("write", 5)[0] == []
+
+
+def test_a_query_term_counts_once_however_often_it_is_said() -> None:
+    idx = BM25Index()
+    idx.set({"a": "my coworker is going to study photography", "b": "a ski trip with Dana",
+             "c": "quiet evening"})
+    index = {"a": 0, "b": 1, "c": 2}
+    # "went" and "going" are one term ("go"): said twice, it weighs as much as once
+    np.testing.assert_allclose(idx.scores_for("went going", index, 3),
+                               idx.scores_for("go", index, 3))
+    np.testing.assert_allclose(idx.scores_for("ski ski ski trip", index, 3),
+                               idx.scores_for("ski trip", index, 3))

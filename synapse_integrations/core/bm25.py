@@ -7,10 +7,13 @@ with the memory). This index keeps per-token postings that grow in place, so add
 removing a document costs O(its tokens), and a query costs O(postings of its tokens).
 
 Scores are bm25s's "lucene" variant exactly (tests compare against bm25s as the oracle):
-``sum over query tokens t (repeats counted) of idf(t) * tf / (k1 * (1 - b + b * dl /
+``sum over the query's distinct terms t of idf(t) * tf / (k1 * (1 - b + b * dl /
 avgdl) + tf)`` with ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``, k1 = 1.5, b = 0.75,
 N, df and avgdl over the live documents; a document with no token counts as length 1
 (bm25s's placeholder token). Removed documents are tombstones until a compaction.
+A query term counts once however often the question says it: terms collapse forms ("I
+*went* ... *going* to study" is "go" twice), and a light verb said twice must not outweigh
+the question's one rare word.
 
 >>> idx = BM25Index()
 >>> idx.set({"a": "Kendall went skiing", "b": "a quiet evening at home"})
@@ -186,7 +189,7 @@ class BM25Index:
         if not self._live:
             return out
         avgdl = self._total_len / self._live
-        for token in self._terms(text):
+        for token in dict.fromkeys(self._terms(text)):
             got = self._postings(token)
             if got is None:
                 continue
