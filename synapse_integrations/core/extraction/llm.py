@@ -568,6 +568,8 @@ def _known_in_window(window: Sequence[Turn], names: Sequence[str]) -> list[str]:
     >>> w = [Turn("a", "Agnes brought a cake. agnes is kind.", speaker="Ann")]
     >>> _known_in_window(w, ["agnes", "ann", "new york", "bob"])
     ['Agnes']
+    >>> _known_in_window([Turn("b", "We ate Agnes's cake in New York.")], ["agnes", "new york"])
+    ['Agnes', 'New York']
     """
     wanted = {" ".join(n.lower().split()) for n in names if n and n.strip()}
     wanted -= {" ".join(t.speaker.lower().split()) for t in window if t.speaker}
@@ -576,7 +578,8 @@ def _known_in_window(window: Sequence[Turn], names: Sequence[str]) -> list[str]:
     longest = max(len(n.split()) for n in wanted)
     found: dict[str, str] = {}
     for turn in window:
-        words = re.findall(r"[\w'&.-]*\w", turn.text)
+        words = [w[:-2] if w.lower().endswith("'s") else w  # "Agnes's" is Agnes
+                 for w in re.findall(r"[\w'&.-]*\w", turn.text)]
         for i in range(len(words)):
             for n in range(min(longest, len(words) - i), 0, -1):
                 said = " ".join(words[i:i + n])
