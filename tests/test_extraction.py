@@ -308,6 +308,17 @@ def fake(*replies: str | AIMessage) -> GenericFakeChatModel:
     return GenericFakeChatModel(messages=iter(messages))
 
 
+def recording(seen: list[list]) -> type[FakeListChatModel]:
+    """A fake chat model class that appends the messages of every call to ``seen``."""
+
+    class Recorder(FakeListChatModel):
+        def invoke(self, messages, *args, **kwargs):  # type: ignore[override]
+            seen.append(list(messages))
+            return super().invoke(messages, *args, **kwargs)
+
+    return Recorder
+
+
 class TestLLMExtractor:
     def test_valid_json(self):
         ex = LLMExtractor(fake(json.dumps(VALID)))
@@ -348,12 +359,7 @@ class TestLLMExtractor:
 
     def test_retry_message_says_what_was_wrong(self):
         seen: list[list] = []
-
-        class Recorder(FakeListChatModel):
-            def invoke(self, messages, *args, **kwargs):  # type: ignore[override]
-                seen.append(list(messages))
-                return super().invoke(messages, *args, **kwargs)
-
+        Recorder = recording(seen)
         ex = LLMExtractor(Recorder(responses=['{"nodes": [{"type": "Event"}]}', json.dumps(VALID)]))
         ex.extract(LLM_WINDOW)
         assert len(seen) == 2 and len(seen[1]) == len(seen[0]) + 2
@@ -369,12 +375,7 @@ class TestLLMExtractor:
 
     def test_known_names_shown_to_the_model_and_given_to_the_fallback(self):
         seen: list[list] = []
-
-        class Recorder(FakeListChatModel):
-            def invoke(self, messages, *args, **kwargs):  # type: ignore[override]
-                seen.append(list(messages))
-                return super().invoke(messages, *args, **kwargs)
-
+        Recorder = recording(seen)
         window = [Turn("a", "Agnes baked a lemon drizzle cake in new york.", speaker="Nate")]
         known = ["agnes", "New York", "nate", "Old Betsy"]
         LLMExtractor(Recorder(responses=[json.dumps(VALID)])).extract(window, names=known)

@@ -596,7 +596,8 @@ def format_perf_table(results: dict[str, Any]) -> str:
         lines.append(f"real model (all-MiniLM-L6-v2): ingest {runs[0]['ingest_turns_per_s']:.1f} "
                      f"turns/s (batched, fixed sample), query embedding "
                      f"{runs[0]['embed_query_ms']:.2f} ms")
-        both = [f"{r['nodes']}: {with_embedding(r)}x" for r in runs if with_embedding(r)]
+        ratios = [(r["nodes"], with_embedding(r)) for r in runs]
+        both = [f"{n}: {x}x" for n, x in ratios if x]
         if both:
             lines.append("ret/dense p50 with the query's embedding on both sides: " + ", ".join(both))
     if synthetic:

@@ -510,11 +510,12 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     right above it.
 
     >>> from synapse_integrations.core.graph import Compiled
-    >>> texts = ["user: I earned $350 at the farmers market", "user: the weather was nice",
-    ...          "user: I earned $420 at the farmers market on my latest visit"]
-    >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3), src=[], dst=[], weight=[],
-    ...     is_episode=[True] * 3, attrs={"text": texts, "speaker": ["user"] * 3,
-    ...                                   "ts": [1.0, 2.0, 3.0], "metadata": [{}] * 3})
+    >>> def three_turns(*texts):  # the user's turns at times 1, 2, 3
+    ...     return Compiled.from_arrays(["a", "b", "c"], np.eye(3), src=[], dst=[], weight=[],
+    ...         is_episode=[True] * 3, attrs={"text": [f"user: {t}" for t in texts],
+    ...         "speaker": ["user"] * 3, "ts": [1.0, 2.0, 3.0], "metadata": [{}] * 3})
+    >>> v = three_turns("I earned $350 at the farmers market", "the weather was nice",
+    ...                 "I earned $420 at the farmers market on my latest visit")
     >>> q = "How much did I earn at the farmers market?"
     >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0, q).round(3)
     array([0.9, 0.5, 0.9])
@@ -523,11 +524,8 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0,
     ...             "What does the user do now?", names=["user"])  # only a name: nothing moves
     array([0.9, 0.5, 0.4])
-    >>> texts = ["user: My gym is IronWorks, near home", "user: the weather was nice",
-    ...          "user: I cancelled IronWorks and joined Pulse Fitness"]
-    >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3), src=[], dst=[], weight=[],
-    ...     is_episode=[True] * 3, attrs={"text": texts, "speaker": ["user"] * 3,
-    ...                                   "ts": [1.0, 2.0, 3.0], "metadata": [{}] * 3})
+    >>> v = three_turns("My gym is IronWorks, near home", "the weather was nice",
+    ...                 "I cancelled IronWorks and joined Pulse Fitness")
     >>> q = "Which gym do I go to now?"
     >>> rank_recent(v, np.arange(3), np.array([0.9, 0.5, 0.4]), lambda t: 1.0, q,
     ...             tense="current", names=["user"]).round(3)  # "IronWorks": its successor

@@ -429,9 +429,7 @@ class LLMExtractor(BaseExtractor):
             outcome = done.value
         if isinstance(outcome, _Failed):
             self._note_fallback(window, outcome)
-            if names and takes_names(self.fallback):
-                return self.fallback.extract(window, names=names)  # type: ignore[call-arg]
-            return self.fallback.extract(window)
+            return self.fallback.extract(window, **self._fallback_names(names))
         return outcome
 
     async def aextract(self, turns: Sequence[Turn], *, names: Iterable[str] = ()) -> Extraction:
@@ -454,10 +452,13 @@ class LLMExtractor(BaseExtractor):
             outcome = done.value
         if isinstance(outcome, _Failed):
             self._note_fallback(window, outcome)
-            if names and takes_names(self.fallback):
-                return await self.fallback.aextract(window, names=names)  # type: ignore[call-arg]
-            return await self.fallback.aextract(window)
+            return await self.fallback.aextract(window, **self._fallback_names(names))
         return outcome
+
+    def _fallback_names(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """The keyword that hands the memory's names to the fallback (none when it does
+        not take them)."""
+        return {"names": names} if names and takes_names(self.fallback) else {}
 
     def _note_fallback(self, window: tuple[Turn, ...], failed: _Failed) -> None:
         if self.strict:
