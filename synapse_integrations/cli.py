@@ -473,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="comma-separated kinds: identifier, bridge, never_said, update")
     prb.add_argument("--methods", type=_csv(str), default=None,
                      help="comma-separated methods (default: bm25, dense, hybrid_rrf, fusion, "
-                          "synapse, synapse-paper)")
+                          "ppr, synapse, synapse-paper)")
     prb.add_argument("--out", required=True, help="results JSON")
     prb.add_argument("--embed-cache", default=None, metavar="DIR",
                      help="keep turn embeddings in DIR between runs")

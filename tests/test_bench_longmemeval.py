@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synapse_integrations.bench.baselines import BASELINES, FUSION_WEIGHT, fuse_scores, \
-    fusion_weight, is_baseline
+from synapse_integrations.bench.baselines import BASELINES, FUSION_WEIGHT, PPR_DAMPING, \
+    fuse_scores, fusion_weight, is_baseline, needs_memory, ppr_damping, ppr_rank
 from synapse_integrations.bench.longmemeval import load_longmemeval, parse_lme_date
 from synapse_integrations.bench.metrics import mean_by_key, recall_at_k, session_recall_at_k
 from synapse_integrations.bench.perf import HashingEmbedder
@@ -25,7 +25,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_tiny.json"
 TYPES = ["single-session-user", "single-session-assistant", "single-session-preference",
          "multi-session", "temporal-reasoning", "knowledge-update"]
 KEYS = {*TYPES, "abstention", "pooled"}
-FAST = ["dense", "bm25", "hybrid_rrf", "fusion", "synapse-paper", "synapse", "model:synapse"]
+FAST = ["dense", "bm25", "hybrid_rrf", "fusion", "ppr", "synapse-paper", "synapse", "model:synapse"]
 
 
 def _records() -> list[dict]:
@@ -186,12 +186,17 @@ def test_fusion_kernel_hand_computed() -> None:
 
 
 def test_method_names() -> None:
-    assert BASELINES == ("dense", "bm25", "hybrid_rrf", "fusion")
+    assert BASELINES == ("dense", "bm25", "hybrid_rrf", "fusion", "ppr")
     assert set(BASELINES) <= set(DEFAULT_METHODS)
     assert fusion_weight("fusion") == FUSION_WEIGHT and fusion_weight("fusion-w0.25") == 0.25
     assert is_baseline("fusion-w1") and not is_baseline("synapse")
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         fusion_weight("fusion-w2")
+    assert ppr_damping("ppr") == PPR_DAMPING and ppr_damping("ppr-d0.85") == 0.85
+    assert is_baseline("ppr-d0.3") and not is_baseline("model:ppr")  # the engine's model
+    assert needs_memory("ppr-d0.3") and needs_memory("dense") and not needs_memory("fusion")
+    with pytest.raises(ValueError, match=r"ppr-d1: the damping must lie in \[0, 0.99\]"):
+        ppr_damping("ppr-d1")
     assert method_config("model:synapse") == SynapseConfig(model="synapse")
     assert method_config("model:synapse", SynapseConfig(top_k=7)).top_k == 7
     with pytest.raises(ValueError, match="no retrieval model 'nope'"):
@@ -227,6 +232,42 @@ def test_model_methods_come_from_the_registry(monkeypatch) -> None:
     from synapse_integrations.bench.retrieval import method_names
 
     assert "model:toy-model" in method_names()
+
+
+def test_ppr_baseline_is_pagerank_from_the_engine_anchors() -> None:
+    """``ppr`` ranks the episodes by networkx's personalised PageRank over the memory's
+    graph, teleporting to the engine's anchors in proportion to their cosines."""
+    import networkx as nx
+
+    from synapse_integrations import Synapse
+    from synapse_integrations.core.models.ppr import teleport_distribution
+
+    emb = HashingEmbedder(dim=384)
+    cfg = SynapseConfig(anchor_top_k=2)
+    turns = ["My brother Omar adopted a tabby called Pickle.", "Pickle swallowed a hair tie.",
+             "We went hiking near Lake Tahoe.", "The vet said Pickle will be fine.",
+             "I bought new hiking boots for Tahoe.", "Omar loves his tabby."]
+    with Synapse(None, namespace="ppr-baseline", config=cfg, embedder=emb) as mem:
+        mem.add_turns([{"text": t, "speaker": "Ann"} for t in turns])
+        mem.consolidate()
+        query = "Why did Omar's cat go to the vet?"
+        q = emb.embed_query(query)
+        for damping in (0.5, 0.85):
+            ranked = ppr_rank(mem, query, q, 10, damping=damping)
+            with mem.inspect_retrieval() as steps:
+                anchors = steps.query(query, q, cfg)
+                view = steps.view
+            G = nx.DiGraph()
+            G.add_nodes_from(range(view.n))
+            G.add_weighted_edges_from(zip(view.src.tolist(), view.dst.tolist(),
+                                          view.weight.tolist()))
+            p = teleport_distribution(view.n, anchors.anchors, anchors.sim)
+            pr = nx.pagerank(G, alpha=damping, personalization=dict(enumerate(p)), tol=1e-12,
+                             max_iter=10_000)
+            eps = sorted((i for i in range(view.n) if view.is_episode[i] and pr[i] > 1e-12),
+                         key=lambda i: (-pr[i], i))
+            assert ranked == [view.ids[i] for i in eps]
+            assert len(ranked) > len(anchors.anchors)  # the walk reaches beyond the anchors
 
 
 # ------------------------------------------------------------------------------ the run

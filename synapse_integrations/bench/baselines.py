@@ -1,4 +1,5 @@
-"""The benchmarks' baselines: rankings of a memory's episodes without the graph.
+"""The benchmarks' baselines: rankings of a memory's episodes by one signal or a plain
+fusion, and one walk over the graph.
 
 * ``dense``: Chroma's cosine top-k over the episodes (``Synapse.search_vectors``);
 * ``bm25``: the engine's tokenizer and BM25 (bm25s) over the episode texts;
@@ -6,7 +7,13 @@
 * ``fusion``: a normalised weighted score fusion over every episode,
   ``w * minmax(bm25) + (1 - w) * minmax(cos)`` with ``w = FUSION_WEIGHT`` (chosen on the
   dev data by a sweep, docs/benchmarks.md); ``fusion-w<x>`` is the same with ``w = x``
-  (the sweep's methods).
+  (the sweep's methods);
+* ``ppr``: HippoRAG-style personalised PageRank over the memory's own graph, seeded by the
+  query's anchors (the engine's dense and BM25 triggers, teleport weights their cosines),
+  damping ``PPR_DAMPING``; the episodes are ranked by their PPR score and by nothing else
+  of the engine's pipeline (no hybrid score, feedback pass, replies, focus or version
+  ranking). ``ppr-d<x>`` is the same with damping ``x`` (the sweep's methods). The
+  engine's ``model:ppr`` is the other reading: the same walk inside the whole pipeline.
 
 :func:`rrf_fuse` and :func:`fuse_scores` are pure kernels; :class:`BaselineRanker` holds
 one memory's BM25 index and episode vectors and ranks queries with any of them.
@@ -32,8 +39,10 @@ __all__ = [
     "RRF_CONSTANT",
     "BaselineRanker",
     "fuse_scores",
+    "PPR_DAMPING",
     "fusion_weight",
     "is_baseline",
+    "ppr_damping",
     "rrf_fuse",
 ]
 
@@ -41,11 +50,29 @@ RRF_CONSTANT = 60
 #: ``fusion``'s BM25 weight, chosen on LoCoMo dev and LongMemEval-S dev
 #: (docs/benchmarks.md, "The fusion baseline").
 FUSION_WEIGHT = 0.4
+#: ``ppr``'s damping (the probability of following an edge at each step): HippoRAG's
+#: value. A sweep (0.3 ... 0.85, docs/benchmarks.md "The PageRank baseline") found no one
+#: value best on both benchmarks (LoCoMo dev: 0.7, LongMemEval-S dev: 0.3); 0.5 is within
+#: 0.7 points of the best on each, and the bench compares per column with the sweep's best.
+PPR_DAMPING = 0.5
 #: The baselines every benchmark runs by default (names are a contract).
-BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid_rrf", "fusion")
-_FUSION_W = re.compile(r"^fusion-w(\d+(?:\.\d+)?)$")
-#: Baselines that read the memory's Chroma collection (the others need no ingestion).
-_NEEDS_MEMORY = frozenset({"dense", "hybrid_rrf"})
+BASELINES: tuple[str, ...] = ("dense", "bm25", "hybrid_rrf", "fusion", "ppr")
+_SWEPT = {"fusion": (re.compile(r"^fusion-w(\d+(?:\.\d+)?)$"), FUSION_WEIGHT, 1.0, "fusion weight"),
+          "ppr": (re.compile(r"^ppr-d(\d+(?:\.\d+)?)$"), PPR_DAMPING, 0.99, "damping")}
+
+
+def _swept(family: str, name: str) -> float | None:
+    """The parameter of ``family``'s method ``name`` (``None`` for another name)."""
+    pattern, default, top, what = _SWEPT[family]
+    if name == family:
+        return default
+    m = pattern.match(name)
+    if m is None:
+        return None
+    x = float(m[1])
+    if not 0.0 <= x <= top:
+        raise InvalidInputError(f"{name}: the {what} must lie in [0, {top:g}]")
+    return x
 
 
 def fusion_weight(name: str) -> float | None:
@@ -54,25 +81,27 @@ def fusion_weight(name: str) -> float | None:
     >>> fusion_weight("fusion"), fusion_weight("fusion-w0.3"), fusion_weight("bm25")
     (0.4, 0.3, None)
     """
-    if name == "fusion":
-        return FUSION_WEIGHT
-    m = _FUSION_W.match(name)
-    if m is None:
-        return None
-    w = float(m[1])
-    if not 0.0 <= w <= 1.0:
-        raise InvalidInputError(f"{name}: the fusion weight must lie in [0, 1]")
-    return w
+    return _swept("fusion", name)
+
+
+def ppr_damping(name: str) -> float | None:
+    """The damping of a PageRank baseline name (``None`` for any other name).
+
+    >>> ppr_damping("ppr"), ppr_damping("ppr-d0.85"), ppr_damping("model:ppr")
+    (0.5, 0.85, None)
+    """
+    return _swept("ppr", name)
 
 
 def is_baseline(name: str) -> bool:
-    """True for ``dense``, ``bm25``, ``hybrid_rrf``, ``fusion`` and ``fusion-w<x>``."""
-    return name in BASELINES or fusion_weight(name) is not None
+    """True for the names of :data:`BASELINES` and the swept ``fusion-w<x>``, ``ppr-d<x>``."""
+    return name in BASELINES or fusion_weight(name) is not None or ppr_damping(name) is not None
 
 
 def needs_memory(name: str) -> bool:
-    """True for the baselines that query the ingested memory's Chroma collection."""
-    return name in _NEEDS_MEMORY
+    """True for the baselines that read the ingested memory (its Chroma collection, or
+    its graph)."""
+    return name in ("dense", "hybrid_rrf") or ppr_damping(name) is not None
 
 
 def rrf_fuse(rankings: Sequence[Sequence[str]], *, constant: int = RRF_CONSTANT) -> list[str]:
@@ -119,6 +148,26 @@ def fuse_scores(lexical: np.ndarray, cosine: np.ndarray, *, weight: float) -> np
     return weight * _minmax(lex) + (1.0 - weight) * _minmax(cos)
 
 
+def ppr_rank(memory: Any, query: str, q: np.ndarray, depth: int, *,
+             damping: float = PPR_DAMPING) -> list[str]:
+    """The ``depth`` episodes of ``memory`` (a :class:`~synapse_integrations.Synapse`) with
+    the highest personalised PageRank for ``query`` (its unit vector ``q``): the engine's
+    anchors and PPR kernel (:mod:`synapse_integrations.core.models.ppr`) over the memory's
+    graph, read through :meth:`~synapse_integrations.Synapse.inspect_retrieval`; episodes
+    the walk does not reach are not ranked."""
+    from ..core.scoring import top_k
+
+    base = memory.config
+    cfg = base.replace(model="ppr", model_params={
+        **base.model_params, "ppr": {**base.model_params.get("ppr", {}), "damping": damping}})
+    with memory.inspect_retrieval() as steps:
+        act = steps.activate(steps.query(query, q, cfg), cfg)
+        view = steps.view
+        score = np.asarray(act.activation, dtype=np.float64)
+        eps = np.flatnonzero(view.is_episode & (score > 0))
+        return [view.ids[i] for i in eps[top_k(score[eps], depth)]]
+
+
 class BaselineRanker:
     """Ranks one memory's episodes for queries with the baselines.
 
@@ -139,10 +188,11 @@ class BaselineRanker:
         self.bm25.set(dict(zip(self.ids, texts)))
 
     def warm(self, query: str, q: np.ndarray) -> None:
-        """Build the lazy indexes (BM25, Chroma's) once, untimed."""
+        """Build the lazy indexes (BM25, Chroma's, the graph's view) once, untimed."""
         self.bm25.query(query, 1)
         if self.memory is not None:
             self.memory.search_vectors(q, 1, kind="episode")
+            ppr_rank(self.memory, query, q, 1)
 
     def rank(self, methods: Sequence[str], query: str, q: np.ndarray, depth: int,
              ) -> dict[str, tuple[list[str], float]]:
@@ -171,6 +221,14 @@ class BaselineRanker:
             t0 = time.perf_counter()
             fused = rrf_fuse([dense or [], lexical or []])
             out["hybrid_rrf"] = (fused, t_dense + t_lex + time.perf_counter() - t0)
+        dampings = {m: d for m in methods if (d := ppr_damping(m)) is not None}
+        if dampings:
+            if self.memory is None:
+                raise InvalidInputError("the PageRank baselines need the ingested memory")
+            for m, d in dampings.items():
+                t0 = time.perf_counter()
+                ranked = ppr_rank(self.memory, query, q, depth, damping=d)
+                out[m] = (ranked, time.perf_counter() - t0)
         weights = {m: w for m in methods if (w := fusion_weight(m)) is not None}
         if weights:
             t0 = time.perf_counter()

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .baselines import is_baseline
+
 __all__ = ["plot_locomo", "plot_longmemeval", "plot_perf"]
 
 
@@ -35,8 +37,7 @@ def _plot_recall(results: dict[str, Any], panels: Sequence[tuple[str, str, str]]
             ys = [m[f"{metric}@{k}"].get(cat) for k in ks]
             if any(y is None for y in ys):
                 continue
-            style = "--" if name in ("dense", "bm25", "hybrid_rrf") or \
-                name.startswith("fusion") else "-"
+            style = "--" if is_baseline(name) else "-"
             ax.plot(ks, [100 * y for y in ys], style, marker="o", label=name)
         ax.set_xlabel("k (episodes)")
         ax.set_ylabel(f"{metric}@k (%)")

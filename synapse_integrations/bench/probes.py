@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 KINDS = ("identifier", "bridge", "never_said", "update")
-PROBE_METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid_rrf", "fusion", "synapse",
+PROBE_METHODS: tuple[str, ...] = ("bm25", "dense", "hybrid_rrf", "fusion", "ppr", "synapse",
                                   "synapse-paper")
 PROBE_FILE = "probes_v1.json"
 _DEPTH = 30
