@@ -197,6 +197,7 @@ def test_method_names() -> None:
     assert needs_memory("ppr-d0.3") and needs_memory("dense") and not needs_memory("fusion")
     with pytest.raises(ValueError, match=r"ppr-d1: the damping must lie in \[0, 0.99\]"):
         ppr_damping("ppr-d1")
+    assert {"fusion-w<x>", "ppr-d<x>"} <= set(method_names())
     assert method_config("model:synapse") == SynapseConfig(model="synapse")
     assert method_config("model:synapse", SynapseConfig(top_k=7)).top_k == 7
     with pytest.raises(ValueError, match="no retrieval model 'nope'"):

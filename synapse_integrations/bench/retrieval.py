@@ -94,10 +94,11 @@ INGEST_CHUNK = 100
 
 def method_names() -> list[str]:
     """Every method name the benchmarks accept today: the defaults, ``fusion-w<x>``
-    (any x in [0, 1]) and one ``model:<name>`` per registered retrieval model."""
+    (any x in [0, 1]), ``ppr-d<x>`` (x in [0, 0.99]) and one ``model:<name>`` per
+    registered retrieval model."""
     from ..core.models import model_names
 
-    return [*DEFAULT_METHODS, *LIFECYCLE_OPTIONS, "fusion-w<x>",
+    return [*DEFAULT_METHODS, *LIFECYCLE_OPTIONS, "fusion-w<x>", "ppr-d<x>",
             *(MODEL_PREFIX + m for m in model_names()), "evermind-g<x>"]
 
 
