@@ -253,10 +253,11 @@ def test_ppr_baseline_is_pagerank_from_the_engine_anchors() -> None:
         mem.consolidate()
         query = "Why did Omar's cat go to the vet?"
         q = emb.embed_query(query)
-        for damping in (0.5, 0.85):
-            ranked = ppr_rank(mem, query, q, 10, damping=damping)
+        # the memory's own configuration by default; another one's triggers when given
+        for damping, triggers in ((0.5, None), (0.85, None), (0.5, cfg.replace(anchor_top_k=1))):
+            ranked = ppr_rank(mem, query, q, 10, damping=damping, config=triggers)
             with mem.inspect_retrieval() as steps:
-                anchors = steps.query(query, q, cfg)
+                anchors = steps.query(query, q, triggers or cfg)
                 view = steps.view
             G = nx.DiGraph()
             G.add_nodes_from(range(view.n))

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import SynapseConfig
 from ..errors import InvalidInputError
 
 __all__ = [
@@ -149,15 +150,16 @@ def fuse_scores(lexical: np.ndarray, cosine: np.ndarray, *, weight: float) -> np
 
 
 def ppr_rank(memory: Any, query: str, q: np.ndarray, depth: int, *,
-             damping: float = PPR_DAMPING) -> list[str]:
+             damping: float = PPR_DAMPING, config: SynapseConfig | None = None) -> list[str]:
     """The ``depth`` episodes of ``memory`` (a :class:`~synapse_integrations.Synapse`) with
     the highest personalised PageRank for ``query`` (its unit vector ``q``): the engine's
     anchors and PPR kernel (:mod:`synapse_integrations.core.models.ppr`) over the memory's
     graph, read through :meth:`~synapse_integrations.Synapse.inspect_retrieval`; episodes
-    the walk does not reach are not ranked."""
+    the walk does not reach are not ranked. ``config``: whose triggers pick the anchors
+    (default: the memory's own configuration)."""
     from ..core.scoring import top_k
 
-    base = memory.config
+    base = config or memory.config
     cfg = base.replace(model="ppr", model_params={
         **base.model_params, "ppr": {**base.model_params.get("ppr", {}), "damping": damping}})
     with memory.inspect_retrieval() as steps:
@@ -173,18 +175,22 @@ class BaselineRanker:
 
     ``ids``/``texts``/``vectors`` are the episodes (vectors: unit rows, the same the engine
     was given); ``memory`` is the ingested :class:`~synapse_integrations.Synapse` the
-    ``dense`` baseline queries (``None`` when no Chroma baseline is asked for).
+    ``dense`` and ``ppr`` baselines read (``None`` when none of them is asked for);
+    ``config`` the benchmark's base configuration (default ``SynapseConfig()``): BM25
+    stems its terms as the engine does, and ``ppr`` takes its anchors as the base's triggers
+    do, whichever configuration the memory was opened with.
     """
 
     def __init__(self, ids: Sequence[str], texts: Sequence[str], vectors: np.ndarray,
-                 memory: Any | None = None, stemming: bool = True) -> None:
+                 memory: Any | None = None, config: SynapseConfig | None = None) -> None:
         from ..core.triggers import BM25Index
 
         self.ids = list(ids)
         self.index = {d: i for i, d in enumerate(self.ids)}
         self.vectors = np.asarray(vectors, dtype=np.float32)
         self.memory = memory
-        self.bm25 = BM25Index(stemming=stemming)  # the engine's terms (config.lexical_stemming)
+        self.config = config or SynapseConfig()
+        self.bm25 = BM25Index(stemming=self.config.lexical_stemming)  # the engine's terms
         self.bm25.set(dict(zip(self.ids, texts)))
 
     def warm(self, query: str, q: np.ndarray) -> None:
@@ -192,7 +198,7 @@ class BaselineRanker:
         self.bm25.query(query, 1)
         if self.memory is not None:
             self.memory.search_vectors(q, 1, kind="episode")
-            ppr_rank(self.memory, query, q, 1)
+            ppr_rank(self.memory, query, q, 1, config=self.config)
 
     def rank(self, methods: Sequence[str], query: str, q: np.ndarray, depth: int,
              ) -> dict[str, tuple[list[str], float]]:
@@ -227,7 +233,7 @@ class BaselineRanker:
                 raise InvalidInputError("the PageRank baselines need the ingested memory")
             for m, d in dampings.items():
                 t0 = time.perf_counter()
-                ranked = ppr_rank(self.memory, query, q, depth, damping=d)
+                ranked = ppr_rank(self.memory, query, q, depth, damping=d, config=self.config)
                 out[m] = (ranked, time.perf_counter() - t0)
         weights = {m: w for m in methods if (w := fusion_weight(m)) is not None}
         if weights:

@@ -386,8 +386,7 @@ def run_memories(
             groups[base_sig] = []
         free = [m for m in baselines if not needs_memory(m)]
         if free and not memory_baselines:  # BM25 and fusion need no ingested memory
-            _run_baselines(memory, None, qvec, free, depth, embedder, state,
-                           base.lexical_stemming)
+            _run_baselines(memory, None, qvec, free, depth, embedder, state, base)
             free = []
         for sig, group in groups.items():
             cfg = configs[group[0]] if group else base
@@ -398,7 +397,7 @@ def run_memories(
                 t0 = time.perf_counter()
                 if sig == base_sig and (memory_baselines or free):
                     _run_baselines(memory, mem, qvec, [*memory_baselines, *free], depth,
-                                   embedder, state, base.lexical_stemming)
+                                   embedder, state, base)
                     free = []
                 if group and memory.questions:
                     # the first retrieval after ingestion pays for derived state: timed
@@ -434,10 +433,10 @@ def run_memories(
 
 def _run_baselines(memory: BenchMemory, mem: Any, qvec: dict[str, tuple[np.ndarray, float]],
                    methods: list[str], depth: int, embedder: CachingEmbedder,
-                   state: RunState, stemming: bool = True) -> None:
+                   state: RunState, base: SynapseConfig) -> None:
     ids = [t["id"] for t in memory.turns]
     texts = [t["text"] for t in memory.turns]
-    ranker = BaselineRanker(ids, texts, embedder.embed_documents(texts), mem, stemming)
+    ranker = BaselineRanker(ids, texts, embedder.embed_documents(texts), mem, base)
     if memory.questions:
         q0 = memory.questions[0]
         ranker.warm(q0.text, qvec[q0.text][0])
