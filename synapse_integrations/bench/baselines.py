@@ -15,8 +15,9 @@ fusion, and one walk over the graph.
   ranking). ``ppr-d<x>`` is the same with damping ``x`` (the sweep's methods). The
   engine's ``model:ppr`` is the other reading: the same walk inside the whole pipeline.
 
-:func:`rrf_fuse` and :func:`fuse_scores` are pure kernels; :class:`BaselineRanker` holds
-one memory's BM25 index and episode vectors and ranks queries with any of them.
+:func:`rrf_fuse` and :func:`fuse_scores` are pure kernels; :func:`ppr_rank` the walk over
+an ingested memory; :class:`BaselineRanker` holds one memory's BM25 index and episode
+vectors and ranks queries with any of them.
 
 >>> fuse_scores(np.array([0.0, 2.0, 4.0]), np.array([0.5, 0.3, 0.1]), weight=0.5).tolist()
 [0.5, 0.5, 0.5]
@@ -37,13 +38,15 @@ from ..errors import InvalidInputError
 __all__ = [
     "BASELINES",
     "FUSION_WEIGHT",
+    "PPR_DAMPING",
     "RRF_CONSTANT",
     "BaselineRanker",
     "fuse_scores",
-    "PPR_DAMPING",
     "fusion_weight",
     "is_baseline",
+    "needs_memory",
     "ppr_damping",
+    "ppr_rank",
     "rrf_fuse",
 ]
 

@@ -14,7 +14,7 @@ protocol". Fairness rules, so that the methods differ only in how they rank:
   are embedded once in a batch and every method sees the same vectors;
 * the baselines (:mod:`~synapse_integrations.bench.baselines`: ``dense``, ``bm25``,
   ``hybrid_rrf``, ``fusion``, ``ppr``) rank the same episodes the engine holds (``ppr``
-  walks the graph the default configuration built);
+  walks the graph the base configuration built, from the base's anchors);
 * each distinct graph configuration is ingested once per memory; methods that change
   only retrieval settings share it through ``Synapse.retrieve_by_vector(..., config=...)``;
 * latency is the retrieval call plus the query's embedding, measured once per question
