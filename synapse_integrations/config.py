@@ -454,6 +454,16 @@ class SynapseConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
+    def with_model(self, name: str, **params: Any) -> SynapseConfig:
+        """A copy that retrieves with model ``name``, ``params`` set in its
+        ``model_params`` entry (its other parameters, and other models' entries, kept).
+
+        >>> SynapseConfig(model_params={"ppr": {"tol": 1e-4}}).with_model("ppr", damping=0.7).model_params
+        {'ppr': {'tol': 0.0001, 'damping': 0.7}}
+        """
+        return self.replace(model=name, model_params={
+            **self.model_params, name: {**self.model_params.get(name, {}), **params}})
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (stored in snapshot manifests)."""
         return dataclasses.asdict(self)

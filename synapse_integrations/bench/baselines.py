@@ -162,9 +162,7 @@ def ppr_rank(memory: Any, query: str, q: np.ndarray, depth: int, *,
     (default: the memory's own configuration)."""
     from ..core.scoring import top_k
 
-    base = config or memory.config
-    cfg = base.replace(model="ppr", model_params={
-        **base.model_params, "ppr": {**base.model_params.get("ppr", {}), "damping": damping}})
+    cfg = (config or memory.config).with_model("ppr", damping=damping)
     with memory.inspect_retrieval() as steps:
         act = steps.activate(steps.query(query, q, cfg), cfg)
         view = steps.view
@@ -196,11 +194,15 @@ class BaselineRanker:
         self.bm25 = BM25Index(stemming=self.config.lexical_stemming)  # the engine's terms
         self.bm25.set(dict(zip(self.ids, texts)))
 
-    def warm(self, query: str, q: np.ndarray) -> None:
-        """Build the lazy indexes (BM25, Chroma's, the graph's view) once, untimed."""
+    def warm(self, query: str, q: np.ndarray, methods: Sequence[str] = BASELINES) -> None:
+        """Build the lazy indexes ``methods`` read (BM25; Chroma's; the graph's view and
+        its walk) once, untimed."""
         self.bm25.query(query, 1)
-        if self.memory is not None:
+        if self.memory is None:
+            return
+        if {"dense", "hybrid_rrf"} & set(methods):
             self.memory.search_vectors(q, 1, kind="episode")
+        if any(ppr_damping(m) is not None for m in methods):
             ppr_rank(self.memory, query, q, 1, config=self.config)
 
     def rank(self, methods: Sequence[str], query: str, q: np.ndarray, depth: int,

@@ -118,9 +118,7 @@ def _evermind_gamma(name: str, base: SynapseConfig) -> SynapseConfig | None:
     from ..core.models import evermind
     from ..core.models._params import read_params
 
-    params = dict(base.model_params)
-    params["evermind"] = {**params.get("evermind", {}), "gamma": float(m[1])}
-    cfg = base.replace(model="evermind", model_params=params)
+    cfg = base.with_model("evermind", gamma=float(m[1]))
     try:
         read_params(cfg, evermind.PARAMS)
     except ConfigError as exc:
@@ -439,7 +437,7 @@ def _run_baselines(memory: BenchMemory, mem: Any, qvec: dict[str, tuple[np.ndarr
     ranker = BaselineRanker(ids, texts, embedder.embed_documents(texts), mem, base)
     if memory.questions:
         q0 = memory.questions[0]
-        ranker.warm(q0.text, qvec[q0.text][0])
+        ranker.warm(q0.text, qvec[q0.text][0], methods)
     for q in memory.questions:
         v, embed_ms = qvec[q.text]
         for m, (ranked, seconds) in ranker.rank(methods, q.text, v, depth).items():
