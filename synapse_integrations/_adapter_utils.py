@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Union
 
+from .core.documents import speaker_prefix
 from .errors import InvalidTypeError, MissingDependencyError
 from .pool import EnginePool, namespace_from_configurable, namespace_key
 from .types import LearnsFromFeedback, MemoryEngine, RetrievalResult, RetrievedItem, ScoreComponents
@@ -137,18 +138,6 @@ def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
     known = {f.name for f in dataclasses.fields(ScoreComponents)}  # ScoreComponents.terms()
     return ScoreComponents(**{k: v for k, v in components.items()
                               if k in known and v is not None}).terms()
-
-
-def speaker_prefix(speaker: str | None, text: str) -> str:
-    """``"<speaker>: "`` for a memory's line, or ``""`` when there is no speaker or the
-    text already starts with it (turns are often stored as ``"Sam: ..."``).
-
-    >>> speaker_prefix("Sam", "I went skiing"), speaker_prefix("Sam", "Sam: I went skiing")
-    ('Sam: ', '')
-    """
-    if not speaker or text.lstrip().lower().startswith(f"{speaker.strip().lower()}:"):
-        return ""
-    return f"{speaker}: "
 
 
 def _line(item: RetrievedItem) -> str:

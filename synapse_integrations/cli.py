@@ -28,6 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .core.documents import speaker_prefix
+
 
 def _load_demo() -> dict[str, Any]:
     text = resources.files("synapse_integrations").joinpath("data/demo_conversation.json").read_text("utf-8")
@@ -57,9 +59,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"memory at {args.path} already holds {mem.stats()['episodes']} turns; "
                   f"use an empty --path or another --namespace", file=out)
             return 2
+        # stored as the adapters store turns: the text, and the speaker as a field (the
+        # engine reads the two together: core/documents.py)
         turns = [
-            {"text": f"{t['speaker']}: {t['text']}", "speaker": t["speaker"], "timestamp": s["datetime"],
-             "id": f"s{si}t{ti}"}
+            {"text": t["text"], "speaker": t["speaker"], "timestamp": s["datetime"], "id": f"s{si}t{ti}"}
             for si, s in enumerate(demo["sessions"]) for ti, t in enumerate(s["turns"])
         ]
         t0 = time.perf_counter()
@@ -134,16 +137,24 @@ def _score_line(c: Any, score: float) -> str:
     return f"score {score:.3f} = " + " + ".join(parts)
 
 
+def _said(node: dict[str, Any]) -> str:
+    """A memory as a line: a turn with its speaker's name (once), a concept's name."""
+    if node.get("kind") != "episode":
+        return node["text"]
+    return speaker_prefix(node.get("speaker"), node["text"]) + node["text"]
+
+
 def _print_items(mem: Any, out: Any, items: Any, ranks: Any = None) -> None:
     for rank, it in zip(ranks or range(1, len(items) + 1), items):
         c = it.components
         when = it.timestamp.date().isoformat() if it.timestamp else "concept"
         via = ""
         if len(it.path) > 1:
-            names = [mem.get(p)["text"][:24] for p in it.path[:-1]]
+            names = [_said(mem.get(p))[:24] for p in it.path[:-1]]
             via = "  via " + " -> ".join(repr(n) for n in names)
+        line = _said({"text": it.text, "speaker": it.speaker, "kind": it.kind})
         print(f" {rank:>2}. [{when}] {_score_line(c, it.score)} (bm25 #{c.bm25_rank or '-'}, dense "
-              f"#{c.dense_rank or '-'}) {it.text[:90]}{via}", file=out)
+              f"#{c.dense_rank or '-'}) {line[:90]}{via}", file=out)
 
 
 def _csv(kind: type) -> Any:

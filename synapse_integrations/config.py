@@ -95,6 +95,11 @@ class SynapseConfig:
             ("moved" finds "move", "issues" finds "issue"; numbers and codes stay exact).
             Set when the memory is opened (the index is built with it), like
             ``embedding_dim``; a per-call config does not change it.
+        speaker_in_document: the embedder and BM25 read a turn by a named speaker as
+            ``"<speaker>: <text>"`` (once; role words such as "user" are not names), so
+            questions that name a person reach that person's turns whether or not the
+            caller put the name in the text (:mod:`synapse_integrations.core.documents`).
+            Set when the memory is opened, like ``lexical_stemming``.
         alpha: initial activation ``a0 = alpha * cos(h_i, h_q)`` for anchors.
         spreading_factor (S), decay (delta), fan effect, inhibition (beta, M),
         sigmoid firing (gamma, theta), iterations (T).
@@ -228,6 +233,7 @@ class SynapseConfig:
     model_params: dict[str, Any] = field(default_factory=dict)
     anchor_top_k: int = 20
     lexical_stemming: bool = True
+    speaker_in_document: bool = True
     alpha: float = 1.0
     spreading_factor: float = 0.8
     decay: float = 0.5
@@ -332,7 +338,7 @@ class SynapseConfig:
         need(isinstance(self.gate_first_person, str),
              f"gate_first_person must be a speaker name (str), got {self.gate_first_person!r}")
         for name in ("reconsolidation", "surprisal_gate", "sleep_auto", "sleep_archive_sources",
-                     "version_recency"):
+                     "version_recency", "speaker_in_document"):
             need(isinstance(getattr(self, name), bool), f"{name} must be a bool")
         for name in ("temporal_rho", "alpha", "spreading_factor", "inhibition_beta",
                      "sigmoid_gamma", "weight_similarity", "weight_activation",
@@ -429,8 +435,8 @@ class SynapseConfig:
     #: agree on these build the same graph from the same turns, so they can share one memory
     #: and differ only at query time (see ``Synapse.retrieve_by_vector(..., config=...)``).
     GRAPH_FIELDS: ClassVar[tuple[str, ...]] = (
-        "embedding_dim", "lexical_stemming", "consolidation_interval", "dedup_threshold",
-        "ema_momentum",
+        "embedding_dim", "lexical_stemming", "speaker_in_document", "consolidation_interval",
+        "dedup_threshold", "ema_momentum",
         "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
         "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
         "dormancy_windows", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",

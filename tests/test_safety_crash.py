@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from synapse_integrations import Synapse
+from synapse_integrations.core.documents import document
 from synapse_integrations.errors import NodeNotFoundError
 
 from _crash_worker import turn_text
@@ -73,11 +74,12 @@ def _landed_inside(lines: list[str]) -> str | None:
 
 
 def _assert_retrievable(mem: Synapse, emb: HashEmbedder, node_id: str, n: int) -> None:
-    """Turn ``n`` is in Chroma with its text and the embedding of its text, and it is among
-    the episodes :meth:`Synapse.retrieve` returns for it. (Chroma's own HNSW search is not
-    asserted: after a SIGKILL it can miss a vector it stores; see docs/safety.md.)"""
+    """Turn ``n`` is in Chroma with its text and the embedding of what the engine reads for
+    it (the text with its speaker's name, core/documents.py), and it is among the episodes
+    :meth:`Synapse.retrieve` returns for it. (Chroma's own HNSW search is not asserted: after
+    a SIGKILL it can miss a vector it stores; see docs/safety.md.)"""
     text = turn_text(n)
-    q = emb.embed_query(text)
+    q = emb.embed_query(document(text, mem.get(node_id)["speaker"]))
     got, vecs, docs = mem._state.vectors.active.get([node_id], include_documents=True)
     assert got == [node_id] and docs == [text], f"turn {n} ({node_id}) is not in Chroma"
     assert float(vecs[0] @ q) > 0.999, f"turn {n} ({node_id}) has a wrong vector in Chroma"

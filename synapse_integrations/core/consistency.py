@@ -20,14 +20,19 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..config import SynapseConfig
+from ..storage.chroma import ChromaVectors
 from ..types import ConsistencyReport
+from .documents import row_document
 from .graph import EDGE_KINDS
 from .state import MemoryState
 from .validation import check_depth, epoch_ok
@@ -35,6 +40,22 @@ from .validation import check_depth, epoch_ok
 logger = logging.getLogger(__name__)
 
 __all__ = ["repair", "verify"]
+
+
+def open_vectors(client: Any, namespace: str, sqlite: Path | None,
+                 embed: Callable[[Sequence[str]], Any], config: SynapseConfig) -> ChromaVectors:
+    """The namespace's Chroma collections. A corrupt HNSW index must never reach Chroma's
+    native code (it can crash the process): it is set aside first, and its collection is
+    rebuilt from the rows Chroma's database still holds, embedded again from what the
+    embedder reads for them (:mod:`.documents`). ``sqlite``: the database file of a
+    persistent client (None: nothing to check)."""
+    broken = ChromaVectors.set_aside_broken_indexes(sqlite, namespace) if sqlite else {}
+    vectors = ChromaVectors(client, namespace, sqlite_path=sqlite)
+    if broken:
+        vectors.rebuild(list(broken), embed, row_document(config.speaker_in_document))
+        for folder in broken.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    return vectors
 
 
 @dataclass
@@ -122,7 +143,8 @@ def _fix_missing(s: _Stores, missing: list[str]) -> list[str]:
             reembed.append(n)
         embs.append(h)
     if reembed:
-        new = dict(zip(reembed, s.embedder.embed_documents([g.node(n)["text"] for n in reembed])))
+        new = dict(zip(reembed, s.embedder.embed_documents([s.state.document(g.node(n))
+                                                            for n in reembed])))
         embs = [new.get(n, h) for n, h in zip(missing, embs)]
     s.state.upsert_vectors(missing, np.stack(embs))
     s.vec.update(zip(missing, embs))
@@ -208,7 +230,7 @@ def _fix_archive_missing(s: _Stores, missing: list[str]) -> list[str]:
     g = s.state.graph
     reembed = [n for n in missing if not s.good(s.vec.get(n))]
     new = dict(zip(reembed, s.embedder.embed_documents(
-        [g.archive[n]["node"]["text"] for n in reembed]))) if reembed else {}
+        [s.state.document(g.archive[n]["node"]) for n in reembed]))) if reembed else {}
     s.state.upsert_archived(missing, np.stack([new[n] if n in new else s.vec[n] for n in missing]))
     return [f"wrote {len(missing)} missing archived vector(s) ({len(reembed)} re-embedded)"]
 
@@ -247,7 +269,9 @@ def _derived_problems(s: _Stores, *, loading: bool) -> tuple[list[str], list[str
     bad_mem = [n for n in g.g.nodes if not s.good(g.vectors.get(n))]
     if bad_mem and not loading:
         problems.append(f"{len(bad_mem)} node(s) without a usable in-memory vector")
-    texts = {n: d.get("text") for n, d in g.g.nodes(data=True)}
+    # what BM25 should index: each node's document (its text, a turn's with its speaker)
+    texts = {n: state.document(d) if isinstance(d.get("text"), str) else d.get("text")
+             for n, d in g.g.nodes(data=True)}
     if not loading and not state.bm25.indexes(texts):
         problems.append("the BM25 index does not match the graph")
     bad_pending = [p for p in state.pending if p not in g.g or g.g.nodes[p].get("kind") != "episode"]

@@ -7,7 +7,7 @@ does it. Read this class as a table of contents:
 ==================  ==================================================================
 lifecycle           ``__init__`` / :meth:`load` / :meth:`save` / :meth:`close` / :meth:`drop`
 ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update` (:mod:`.ingestion`,
-                    :mod:`.validation`)
+                    :mod:`.validation`, :mod:`.documents`)
 consolidation       :meth:`consolidate` (:mod:`.consolidation`), :meth:`sleep` (:mod:`.sleep`)
 archive             :meth:`archive`, :meth:`archived`, :meth:`restore`
 retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`search_vectors`,
@@ -55,7 +55,7 @@ from ..errors import (
     UnknownNamespaceError,
 )
 from ..firewall import Firewall, FirewallConfig
-from ..storage.chroma import ChromaVectors, close_client, list_namespaces, persistent_client
+from ..storage.chroma import close_client, list_namespaces, persistent_client
 from ..storage.journal import ForgetJournal
 from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
@@ -190,13 +190,8 @@ class Synapse(AsyncTwins):
         extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window,
                                                   per_turn=self.config.concepts_per_turn)
         sqlite = self.path / "chroma" / "chroma.sqlite3" if client is None else None
-        # a corrupt index must never reach Chroma's native code (it can crash the process)
-        broken = ChromaVectors.set_aside_broken_indexes(sqlite, namespace) if sqlite else {}
-        vectors = ChromaVectors(self._client, namespace, sqlite_path=sqlite)
-        if broken:
-            vectors.rebuild(list(broken), self._embedder.embed_documents)
-            for folder in broken.values():
-                shutil.rmtree(folder, ignore_errors=True)
+        vectors = consistency.open_vectors(self._client, namespace, sqlite,
+                                           self._embedder.embed_documents, self.config)
         self._state = state = MemoryState(self.config, vectors, self._events)
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
         self._ingestor = Ingestor(state, self._consolidator, self._firewall, lifecycle, tagger)
@@ -350,7 +345,8 @@ class Synapse(AsyncTwins):
         if not rows:
             return []
         # embedded outside the lock: the lock guards the stores, not the embedder
-        embs = np.concatenate([self._embedder.embed_documents([r["text"] for r in rows[k:k + 1024]])
+        docs = self._ingestor.documents(rows)  # with the speaker's name (core/documents.py)
+        embs = np.concatenate([self._embedder.embed_documents(docs[k:k + 1024])
                                for k in range(0, len(rows), 1024)])
         me = threading.get_ident()
         ids: list[str] = []

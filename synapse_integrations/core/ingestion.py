@@ -26,7 +26,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -140,6 +140,11 @@ class Ingestor:
             for r in rows:
                 r["affect"] = affect_tag(self.tagger, r["text"])
         return rows
+
+    def documents(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+        """What the embedder reads for prepared rows: each text with its speaker's name
+        (:mod:`.documents`)."""
+        return [self.state.document({**r, "kind": "episode"}) for r in rows]
 
     def write(self, rows: list[dict[str, Any]], embs: np.ndarray
               ) -> tuple[list[str], Exception | None]:

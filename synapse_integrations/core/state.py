@@ -30,6 +30,7 @@ from .events import EventBus
 from . import provenance
 from .graph import Compiled, MemoryGraph, temporal_weight
 from .models.synaptic import MAX_SPIKES
+from .documents import document, node_document
 from .triggers import BM25Index
 
 logger = logging.getLogger(__name__)
@@ -100,6 +101,10 @@ class MemoryState:
     def knows(self, node_id: str) -> bool:
         """``node_id`` is an active or an archived node."""
         return node_id in self.graph or node_id in self.graph.archive
+
+    def document(self, attrs: Mapping[str, Any]) -> str:
+        """What the embedder and BM25 read for a node (:func:`.documents.node_document`)."""
+        return node_document(attrs, enabled=self.config.speaker_in_document)
 
     def node(self, node_id: str) -> dict[str, Any]:
         """The attributes of an active node (:class:`NodeNotFoundError` if none)."""
@@ -226,7 +231,7 @@ class MemoryState:
                 self.graph.add_edge(node_id, prev, kind="temporal", weight=w)
         self.last_episode = node_id
         self.pending.append(node_id)
-        self.bm25.add(node_id, text)
+        self.bm25.add(node_id, document(text, speaker, enabled=self.config.speaker_in_document))
 
     def set_salience(self, node_id: str, salience: float, *, low: bool) -> None:
         """Record an episode's surprisal (:mod:`.surprisal`); ``low``: under the gate's tau."""
@@ -409,7 +414,7 @@ class MemoryState:
         vectors = dict(zip(got, matrix))
         lost = [i for i in ids if i not in vectors]
         if lost:  # vector lost from the archive collection: embed the text again
-            texts = [self.graph.archive[i]["node"]["text"] for i in lost]
+            texts = [self.document(self.graph.archive[i]["node"]) for i in lost]
             vectors.update(zip(lost, embedder.embed_documents(texts)))
         restored = self.graph.restore_nodes({i: vectors[i] for i in ids})
         if not restored:  # nothing asked, or only ids that are active already
@@ -419,7 +424,7 @@ class MemoryState:
         self.upsert_vectors(restored, np.stack([vectors[i] for i in restored]))
         self.vectors.archive.delete(restored)
         for i in restored:
-            self.bm25.add(i, self.graph.node(i)["text"])
+            self.bm25.add(i, self.document(self.graph.node(i)))
         self.stale_pagerank = True
         return restored
 

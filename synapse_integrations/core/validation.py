@@ -293,6 +293,10 @@ def stored_config(data: Any, *, warn: bool = True) -> SynapseConfig:
             # written before the lexical index stemmed (0.1.x): it keeps matching words as
             # written, so the memory ranks as it did; a config passed at open changes it
             data = {**data, "lexical_stemming": False}
+        if "speaker_in_document" not in data:
+            # written before turns were read with their speaker's name (0.1.x): their
+            # vectors hold the bare text, so the index reads it bare too
+            data = {**data, "speaker_in_document": False}
     return SynapseConfig.from_dict(data)
 
 

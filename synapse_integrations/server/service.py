@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..config import SynapseConfig
+from ..core.documents import document
 from ..core.validation import validate_namespace
 from ..errors import (
     InvalidInputError,
@@ -229,8 +230,12 @@ class MemoryService:
             if isinstance(turn, Mapping) and "vector" in turn:
                 turn = dict(turn)
                 vector = turn.pop("vector")
-                if vector is not None:
-                    vectors[turn.get("text")] = self._vector(vector, engine.config.embedding_dim)
+                if vector is not None:  # keyed by what the engine will embed for the turn
+                    text = turn.get("text")
+                    key = document(text, turn.get("speaker") if isinstance(turn.get("speaker"), str)
+                                   else None, enabled=engine.config.speaker_in_document) \
+                        if isinstance(text, str) else text
+                    vectors[key] = self._vector(vector, engine.config.embedding_dim)
             clean.append(turn)
         if not vectors:
             return engine.add_turns(clean)

@@ -16,7 +16,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -405,11 +405,13 @@ class ChromaVectors:
                 broken[names[name]] = aside
         return broken
 
-    def rebuild(self, roles: Sequence[str], embed: Any) -> int:
+    def rebuild(self, roles: Sequence[str], embed: Any,
+                document: Callable[[str, Mapping[str, Any]], str] | None = None) -> int:
         """Rebuild the collections of ``roles`` whose index was set aside: their rows
         (ids, texts, metadata: Chroma's database still has them) are read, the
-        collection is made anew and the rows written back with vectors embedded again from
-        their text by ``embed(texts)``. Returns the rows rewritten."""
+        collection is made anew and the rows written back with vectors embedded again by
+        ``embed(texts)`` from each row's text, or from ``document(text, metadata)`` when
+        given (what the engine reads for a row). Returns the rows rewritten."""
         done = 0
         for role in roles:
             if role == "forgotten":
@@ -427,7 +429,9 @@ class ChromaVectors:
             setattr(self, role, fresh)
             if rows:
                 ids, docs, metas = zip(*rows)
-                fresh.upsert(list(ids), np.asarray(embed([d or "" for d in docs])), list(docs),
+                read = [d or "" for d in docs] if document is None else \
+                    [document(d or "", m or {}) for d, m in zip(docs, metas)]
+                fresh.upsert(list(ids), np.asarray(embed(read)), list(docs),
                              [m or {} for m in metas])
             done += len(rows)
         return done

@@ -1,0 +1,75 @@
+"""What the embedder and the BM25 index read for a turn: its text, with its speaker's name.
+
+Questions name people ("What does Sam do for work?", "Where did Caroline go?"), and the
+name is how they reach that person's turns: in the dense space a turn that says "Sam: ..."
+sits closer to a question about Sam, and the BM25 index matches the name. LoCoMo's
+protocol (and our benchmarks) store turns as ``"Sam: I went skiing"``; the framework
+adapters store the bare text and the speaker as a field. Without the name, the same
+memory ranks worse (LoCoMo dev recall@10 pooled 78.1 -> 76.5) and the gate's similarity
+falls below its threshold for questions about a named person (``synapse demo``: "Where
+does Sam live now?" refused as "nothing in memory"; docs/benchmarks.md, "The speaker in
+the document"). So a turn with a named speaker is read as ``"<speaker>: <text>"``, once:
+a text that already starts with the name is read as it is. The text the caller stored is
+what the memory keeps and returns; only the embedding and the index see the name.
+
+Role words ("user", "assistant", "human", "ai": :data:`~.echoes.USER_SPEAKERS`,
+:data:`~.echoes.ASSISTANT_SPEAKERS`) name no one a question would ask about, so such
+turns are read as they are (LongMemEval's and the LangChain memory's turns stay as before).
+``SynapseConfig.speaker_in_document=False`` reads every text as it is (set when the memory
+is opened, like ``embedding_dim``).
+
+>>> document("I went skiing", "Sam"), document("Sam: I went skiing", "Sam")
+('Sam: I went skiing', 'Sam: I went skiing')
+>>> document("Hi there", "user"), document("Hi there", None), document("Hi", "Sam", enabled=False)
+('Hi there', 'Hi there', 'Hi')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .echoes import ASSISTANT_SPEAKERS, USER_SPEAKERS
+
+__all__ = ["document", "node_document", "row_document", "speaker_prefix"]
+
+_ROLE_WORDS = USER_SPEAKERS | ASSISTANT_SPEAKERS
+
+
+def speaker_prefix(speaker: str | None, text: str) -> str:
+    """``"<speaker>: "`` for a memory's line, or ``""`` when there is no speaker or the
+    text already starts with it (turns are often stored as ``"Sam: ..."``).
+
+    >>> speaker_prefix("Sam", "I went skiing"), speaker_prefix("Sam", "Sam: I went skiing")
+    ('Sam: ', '')
+    """
+    if not speaker or text.lstrip().lower().startswith(f"{speaker.strip().lower()}:"):
+        return ""
+    return f"{speaker}: "
+
+
+def document(text: str, speaker: str | None, *, enabled: bool = True) -> str:
+    """The text the embedder and BM25 read for a turn by ``speaker`` (module docstring)."""
+    if not enabled or not isinstance(speaker, str) or not speaker.strip() \
+            or speaker.strip().lower() in _ROLE_WORDS:
+        return text
+    return speaker_prefix(speaker.strip(), text) + text
+
+
+def node_document(attrs: Mapping[str, Any], *, enabled: bool = True) -> str:
+    """:func:`document` for a node's attributes: an episode's text with its speaker, a
+    concept's (or a fact's) text as it is."""
+    text = attrs.get("text") or ""
+    if attrs.get("kind") != "episode":
+        return text
+    return document(text, attrs.get("speaker"), enabled=enabled)
+
+
+def row_document(enabled: bool = True) -> Callable[[str, Mapping[str, Any]], str]:
+    """:func:`node_document` for a stored row (its text and its Chroma metadata, which
+    hold ``kind`` and ``speaker``), for re-embedding rows read back from Chroma.
+
+    >>> row_document()("Hi", {"kind": "episode", "speaker": "Sam"})
+    'Sam: Hi'
+    """
+    return lambda text, meta: node_document({**meta, "text": text}, enabled=enabled)
