@@ -36,7 +36,7 @@ def test_documents_read_a_named_speaker_once_and_role_words_not_at_all():
     assert document("I moved.", "Sam") == "Sam: I moved."
     assert document("sam: I moved.", "Sam") == "sam: I moved."  # already there
     assert document("I moved.", " Sam ") == "Sam: I moved."
-    for role in ("user", "Assistant", "HUMAN", "ai"):
+    for role in ("user", "Assistant", "HUMAN", "ai", "system", "tool", "function", "chatbot"):
         assert document("I moved.", role) == "I moved."
     assert document("I moved.", "") == document("I moved.", None) == "I moved."
     assert document("I moved.", "Sam", enabled=False) == "I moved."

@@ -12,9 +12,11 @@ the document"). So a turn with a named speaker is read as ``"<speaker>: <text>"`
 a text that already starts with the name is read as it is. The text the caller stored is
 what the memory keeps and returns; only the embedding and the index see the name.
 
-Role words ("user", "assistant", "human", "ai": :data:`~.echoes.USER_SPEAKERS`,
-:data:`~.echoes.ASSISTANT_SPEAKERS`) name no one a question would ask about, so such
-turns are read as they are (LongMemEval's and the LangChain memory's turns stay as before).
+Role words name no one a question would ask about, so such turns are read as they are
+(:data:`ROLE_WORDS`: the user's and the assistant's, :data:`~.echoes.USER_SPEAKERS` and
+:data:`~.echoes.ASSISTANT_SPEAKERS`, and the other message roles of LangChain and
+LlamaIndex: "system", "tool", ...). LongMemEval's turns and the adapters' default
+speakers stay as before.
 ``SynapseConfig.speaker_in_document=False`` reads every text as it is (set when the memory
 is opened, like ``embedding_dim``).
 
@@ -31,9 +33,12 @@ from typing import Any
 
 from .echoes import ASSISTANT_SPEAKERS, USER_SPEAKERS
 
-__all__ = ["document", "node_document", "row_document", "speaker_prefix"]
+__all__ = ["ROLE_WORDS", "document", "node_document", "row_document", "speaker_prefix"]
 
-_ROLE_WORDS = USER_SPEAKERS | ASSISTANT_SPEAKERS
+#: Speakers that are message roles, not names (lower case): LangChain's message types and
+#: LlamaIndex's ``MessageRole`` values besides the user's and the assistant's.
+ROLE_WORDS = USER_SPEAKERS | ASSISTANT_SPEAKERS | frozenset(
+    {"system", "developer", "tool", "function", "chat", "chatbot", "model", "bot"})
 
 
 def speaker_prefix(speaker: str | None, text: str) -> str:
@@ -51,7 +56,7 @@ def speaker_prefix(speaker: str | None, text: str) -> str:
 def document(text: str, speaker: str | None, *, enabled: bool = True) -> str:
     """The text the embedder and BM25 read for a turn by ``speaker`` (module docstring)."""
     if not enabled or not isinstance(speaker, str) or not speaker.strip() \
-            or speaker.strip().lower() in _ROLE_WORDS:
+            or speaker.strip().lower() in ROLE_WORDS:
         return text
     return speaker_prefix(speaker.strip(), text) + text
 
