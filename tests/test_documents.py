@@ -40,6 +40,8 @@ def test_documents_read_a_named_speaker_once_and_role_words_not_at_all():
         assert document("I moved.", role) == "I moved."
     assert document("I moved.", "") == document("I moved.", None) == "I moved."
     assert document("I moved.", "Sam", enabled=False) == "I moved."
+    assert document("I moved.", "x" * 65) == "I moved."  # a label, not a name
+    assert document("I moved.", "x" * 64) == "x" * 64 + ": I moved."
     assert node_document({"kind": "concept", "text": "Denver", "speaker": "Sam"}) == "Denver"
     assert node_document({"kind": "episode", "text": "Hi", "speaker": "Sam"}) == "Sam: Hi"
     assert row_document(False)("Hi", {"kind": "episode", "speaker": "Sam"}) == "Hi"

@@ -16,7 +16,9 @@ Role words name no one a question would ask about, so such turns are read as the
 (:data:`ROLE_WORDS`: the user's and the assistant's, :data:`~.echoes.USER_SPEAKERS` and
 :data:`~.echoes.ASSISTANT_SPEAKERS`, and the other message roles of LangChain and
 LlamaIndex: "system", "tool", ...). LongMemEval's turns and the adapters' default
-speakers stay as before.
+speakers stay as before. Nor is a speaker longer than :data:`MAX_NAME_CHARS` (a label
+such as an email thread's subject, not a name): in the embedder's 256-token window it
+would crowd out the turn's own words.
 ``SynapseConfig.speaker_in_document=False`` reads every text as it is (set when the memory
 is opened, like ``embedding_dim``).
 
@@ -33,7 +35,11 @@ from typing import Any
 
 from .echoes import ASSISTANT_SPEAKERS, USER_SPEAKERS
 
-__all__ = ["ROLE_WORDS", "document", "node_document", "row_document", "speaker_prefix"]
+__all__ = ["MAX_NAME_CHARS", "ROLE_WORDS", "document", "node_document", "row_document",
+           "speaker_prefix"]
+
+#: The longest speaker read as a name (characters).
+MAX_NAME_CHARS = 64
 
 #: Speakers that are message roles, not names (lower case): LangChain's message types and
 #: LlamaIndex's ``MessageRole`` values besides the user's and the assistant's.
@@ -55,10 +61,10 @@ def speaker_prefix(speaker: str | None, text: str) -> str:
 
 def document(text: str, speaker: str | None, *, enabled: bool = True) -> str:
     """The text the embedder and BM25 read for a turn by ``speaker`` (module docstring)."""
-    if not enabled or not isinstance(speaker, str) or not speaker.strip() \
-            or speaker.strip().lower() in ROLE_WORDS:
+    name = speaker.strip() if isinstance(speaker, str) else ""
+    if not enabled or not name or len(name) > MAX_NAME_CHARS or name.lower() in ROLE_WORDS:
         return text
-    return speaker_prefix(speaker.strip(), text) + text
+    return speaker_prefix(name, text) + text
 
 
 def node_document(attrs: Mapping[str, Any], *, enabled: bool = True) -> str:
