@@ -316,7 +316,7 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     results = run_locomo(
         args.data, conversations=args.conversations, methods=args.methods or DEFAULT_METHODS,
         ks=args.k or DEFAULT_KS, progress=_tqdm_factory(not args.no_progress),
-        embedder=_embedder(args),
+        embedder=_embedder(args), turn_text=args.turn_text,
     )
     _write_json(args.out, results)
     print(format_locomo_table(results))
@@ -458,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     loc.add_argument("--data", required=True, help="LoCoMo JSON (locomo10.json or a subset)")
     loc.add_argument("--conversations", type=_csv(str), default=None,
                      help="comma-separated sample ids (default: all)")
+    loc.add_argument("--turn-text", choices=("prefixed", "bare"), default="prefixed",
+                     help="store turns as '<speaker>: <text>' (the paper's protocol, default) "
+                          "or the bare text with the speaker as a field (the adapters' way)")
     _retrieval_args(loc)
     loc.set_defaults(func=cmd_bench_locomo)
 

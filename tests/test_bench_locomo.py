@@ -44,8 +44,9 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
                "--out", str(out), "--no-progress", "--plot", str(tmp_path / "plots")])
     assert rc == 0
     res = json.loads(out.read_text())
-    assert set(res) == {"dataset", "conversations", "questions", "skipped_evidence", "methods", "gate",
-                        "best_baseline", "first_query_ms", "timing_s"}
+    assert set(res) == {"dataset", "conversations", "questions", "skipped_evidence", "turn_text",
+                        "methods", "gate", "best_baseline", "first_query_ms", "timing_s"}
+    assert res["turn_text"] == "prefixed"
     assert res["conversations"] == ["tiny-a", "tiny-b"]
     assert set(res["questions"]) == {"1", "2", "3", "4", "5"}
     assert sum(res["questions"].values()) == 12
@@ -88,3 +89,24 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
         assert row["margin"] == pytest.approx(res["methods"]["synapse"]["recall@10"][cat] - best)
     assert set(res["first_query_ms"]) == {"synapse-paper", "synapse"}  # one per ingested graph
     assert "best baseline" in printed and "first query after ingestion" in printed
+
+
+def test_bare_turn_text_makes_the_same_engine_memory_as_prefixed() -> None:
+    """``--turn-text bare`` stores the turns the adapters' way (the text, the speaker as a
+    field); the engine reads the speaker's name with the text (core/documents.py), so its
+    rankings are the prefixed ones. Without that reading they are not (the control)."""
+    from synapse_integrations import HashingEmbedder, SynapseConfig
+    from synapse_integrations.bench.retrieval import run_locomo
+    from synapse_integrations.errors import InvalidInputError
+
+    def ranks(turn_text, base=None):
+        res = run_locomo(FIXTURE, methods=["synapse"], ks=(5,), embedder=HashingEmbedder(),
+                         keep_records=True, turn_text=turn_text, base_config=base)
+        assert res["turn_text"] == turn_text
+        return [(r.question, r.ranked[:10]) for r in res["records"]["synapse"]]
+
+    prefixed = ranks("prefixed")
+    assert ranks("bare") == prefixed
+    assert ranks("bare", SynapseConfig(speaker_in_document=False)) != prefixed
+    with pytest.raises(InvalidInputError, match="turn_text"):
+        run_locomo(FIXTURE, methods=["synapse"], turn_text="plain")

@@ -87,6 +87,17 @@ class LocomoTurn:
     timestamp: datetime
     session: int
 
+    @property
+    def bare_text(self) -> str:
+        """The text without the leading ``"<speaker>: "``: what the framework adapters
+        store, the speaker kept as a field (``bench locomo --turn-text bare``).
+
+        >>> LocomoTurn("D1:1", "Sam", "Sam: Hi there", datetime(2024, 1, 1), 1).bare_text
+        'Hi there'
+        """
+        head = f"{self.speaker}:"
+        return self.text[len(head):].lstrip() if self.text.startswith(head) else self.text
+
 
 @dataclass(frozen=True)
 class LocomoQuestion:

@@ -535,8 +535,13 @@ def run_locomo(
     progress: Callable[..., Any] | None = None,
     taus: Sequence[float] = DEFAULT_GATE_TAUS,
     keep_records: bool = False,
+    turn_text: str = "prefixed",
 ) -> dict[str, Any]:
     """Run the LoCoMo benchmark; returns the results.json object (see the issue's contract).
+
+    ``turn_text``: ``"prefixed"`` stores each turn as ``"<speaker>: <text>"`` (the paper's
+    protocol); ``"bare"`` stores the text alone with the speaker as a field, as the
+    framework adapters do (:attr:`~.locomo.LocomoTurn.bare_text`).
 
     ``progress``, when given, is called like ``tqdm(total=..., desc=...)`` and must return
     an object with ``update(n)`` and ``close()``. With ``keep_records=True`` the result
@@ -546,11 +551,14 @@ def run_locomo(
     t_start = time.perf_counter()
     ks = _check_ks(ks)
     methods = _check_methods(methods, base_config)
+    if turn_text not in ("prefixed", "bare"):
+        raise InvalidInputError(f"turn_text must be 'prefixed' or 'bare', got {turn_text!r}")
     ds = load_locomo(data, conversations=conversations)
     emb = embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)
     memories = [
         BenchMemory(conv.sample_id,
-                    tuple({"text": t.text, "speaker": t.speaker, "timestamp": t.timestamp,
+                    tuple({"text": t.text if turn_text == "prefixed" else t.bare_text,
+                           "speaker": t.speaker, "timestamp": t.timestamp,
                            "id": t.dia_id} for t in conv.turns),
                     tuple(BenchQuestion(f"{conv.sample_id}/{i}", q.question, q.category,
                                         q.evidence, q.category == 5)
@@ -565,6 +573,7 @@ def run_locomo(
         "questions": {str(c): sum(1 for q in ds.questions if q.category == c)
                       for c in range(1, 6)},
         "skipped_evidence": int(ds.skipped_evidence),
+        "turn_text": turn_text,
         "methods": {},
     }
     for m in methods:
