@@ -436,3 +436,24 @@ def test_chat_history_replay_stores_nothing_twice(tmp_path, embedder):
         assert [m.content for m in history.messages] == ["My dog is called Biscuit.", "Noted."]
         history.add_messages([HumanMessage("yes"), HumanMessage("yes")])  # no ids: stored as given
         assert len(history.messages) == 4
+
+
+def test_chat_history_records_a_named_speaker_and_its_role(tmp_path, embedder):
+    """A multi-party chat's ``name`` is the turn's speaker (read with the text by the engine:
+    core/documents.py), the role stays in the metadata, and the message round-trips."""
+    with Synapse(tmp_path, embedder=embedder) as mem:
+        history = SynapseChatMessageHistory(mem)
+        said = [HumanMessage("I moved to Denver last month.", name="Sam", id="h1"),
+                HumanMessage("My sister is visiting Lisbon.", name="Riley", id="h2"),
+                AIMessage("Noted, both of you.", id="a1"),
+                HumanMessage("Thanks!", id="h3")]
+        history.add_messages(said)
+        assert history.messages == said
+        stored = {n["id"]: n for n in mem.episodes()}
+        assert [(stored[f"msg-{m.id}"]["speaker"], stored[f"msg-{m.id}"]["metadata"]["role"])
+                for m in said] == [("Sam", "user"), ("Riley", "user"), ("ai", "assistant"),
+                                   ("human", "user")]
+        res = mem.retrieve("Where did Sam move to?", k=3)
+        assert not res.rejected and res.items[0].id == "msg-h1"
+        only_riley = mem.retrieve("Where did Sam move to?", k=3, speakers=["Riley"])
+        assert {it.id for it in only_riley.items} <= {"msg-h2"}

@@ -14,12 +14,20 @@ from langchain_core.chat_history import BaseChatMessageHistory  # noqa: E402
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict  # noqa: E402
 
 _KEY = "lc_message"
+#: The engine's role of a LangChain message type (``metadata["role"]``; other types keep theirs).
+_ROLES = {"human": "user", "ai": "assistant"}
 
 
 def _turn(message: BaseMessage) -> dict[str, Any]:
+    """One message as a turn. Its speaker is the message's ``name`` when it has one (a
+    multi-party chat: ``HumanMessage("...", name="Sam")``), so questions and speaker
+    filters can name the person; else its type. The role is kept in the metadata."""
     text = message.text if isinstance(message.text, str) else str(message.content)
+    name = message.name.strip() if isinstance(message.name, str) else ""
     turn = {"text": text if text.strip() else f"[{message.type} message]",
-            "speaker": message.type, "metadata": {_KEY: message_to_dict(message)}}
+            "speaker": name or message.type,
+            "metadata": {_KEY: message_to_dict(message),
+                         "role": _ROLES.get(message.type, message.type)}}
     if message.id:  # recorded under its id: adding the same message again stores nothing
         turn["id"] = f"msg-{message.id}"
     return turn
