@@ -91,6 +91,11 @@ class SynapseConfig:
             (``{"evermind": {"gamma": 0.9}}``; defaults and bounds: docs/models.md).
             Retrieval-only: changing them never changes the graph.
         anchor_top_k: how many BM25 hits and how many dense hits seed the activation.
+        anchor_similarity_ratio: a dense hit seeds the activation only when its cosine is
+            at least this fraction of the best node's (0: every one of the top
+            ``anchor_top_k``). In a memory of a few dozen nodes the dense top-k is the whole
+            memory, unrelated turns included, and spreading from all of them ranks by the
+            graph's shape instead of the question (docs/benchmarks.md, "Small memories").
         lexical_stemming: the BM25 index matches words by their English Snowball stem
             ("moved" finds "move", "issues" finds "issue"; numbers and codes stay exact).
             Set when the memory is opened (the index is built with it), like
@@ -232,6 +237,7 @@ class SynapseConfig:
     model: str = "synapse"
     model_params: dict[str, Any] = field(default_factory=dict)
     anchor_top_k: int = 20
+    anchor_similarity_ratio: float = 0.4
     lexical_stemming: bool = True
     speaker_in_document: bool = True
     alpha: float = 1.0
@@ -311,7 +317,8 @@ class SynapseConfig:
             need(-1.0 <= v <= 1.0, f"{name} must be a cosine in [-1, 1], got {v!r}")
         for name in ("ema_momentum", "abstraction_weight", "decay", "dormancy_epsilon",
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
-                     "distinct_similarity_ratio", "gate_presence_min", "surprisal_tau",
+                     "distinct_similarity_ratio", "anchor_similarity_ratio", "gate_presence_min",
+                     "surprisal_tau",
                      "gate_presence_similarity", "reply_weight", "named_speaker_weight", "date_weight",
                      "first_person_weight",
                      "low_salience_weight"):

@@ -22,6 +22,7 @@ __all__ = ["ABLATIONS", "BENCH_OPTIONS", "LIFECYCLE_OPTIONS", "PAPER_DEFAULTS"]
 PAPER_DEFAULTS: dict[str, Any] = {
     "abstraction_scope": "window",
     "anchor_top_k": 10,
+    "anchor_similarity_ratio": 0.0,
     "inhibition_beta": 0.15,
     "iterations": 3,
     "fan_exponent": 1.0,

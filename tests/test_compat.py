@@ -27,9 +27,11 @@ def test_a_memory_written_by_0_1_0_before_the_redesign_loads_and_retrieves_the_s
         assert mem.stats() == expected["stats"]
         assert mem.config.model == "synapse"
         for query, ids in expected["retrieve"].items():
-            # 0.1.0 returned concept nodes too and had no distinctive-evidence term; asked
-            # for both kinds with that term off, the ranking is the same
+            # 0.1.0 returned concept nodes too and had no distinctive-evidence term and no
+            # floor under the dense anchors; asked for both kinds with those off, the
+            # ranking is the same
             both = mem.retrieve(query, k=8, kinds=("episode", "concept"),
-                                config=mem.config.replace(weight_distinct=0.0))
+                                config=mem.config.replace(weight_distinct=0.0,
+                                                          anchor_similarity_ratio=0.0))
             assert [it.id for it in both.items] == ids
         assert [a["id"] for a in mem.archived()] == ["t3"]

@@ -207,6 +207,10 @@ def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
         sims = sim_all if allowed is None else np.where(allowed, sim_all, -np.inf)
         top_dense = scoring.top_k(sims, min(cfg.anchor_top_k, view.n if allowed is None
                                             else int(allowed.sum())))
+        if cfg.anchor_similarity_ratio > 0 and top_dense.size and sims[top_dense[0]] > 0:
+            # only the hits about the question: in a small memory the top-k is everything
+            top_dense = top_dense[sims[top_dense] >= cfg.anchor_similarity_ratio
+                                  * sims[top_dense[0]]]
         dense_rank = {view.ids[i]: r + 1 for r, i in enumerate(top_dense)}
     if cfg.use_bm25:
         lex = state.bm25.scores_for(text, view.index, view.n) if lex_all is None else lex_all
@@ -381,14 +385,19 @@ def _explain_feedback(state: MemoryState, view: Compiled, first: Pass, second: P
             second.parents[view.index[node_id]] = view.index[via]
 
 
-def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: float) -> Pass:
+def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: float,
+                   sources: Sequence[int] = ()) -> Pass:
     """The first pass and the entity-feedback pass as one ranking: each candidate keeps
     the better of its first-pass score and its second-pass score discounted for the hop
     (``discount`` times it: the spreading factor S, what activation pays per hop;
     :func:`~synapse_integrations.core.scoring.hop_best`). The feedback pass can add the
     memories its entities lead to, but never take a first-pass memory's place by the
-    drift of a widened query. Each candidate's signals are those of the pass that scored it;
-    the stimuli recorded (spike trains) are the question's own, the first pass's."""
+    drift of a widened query; the episodes that supplied the entities (``sources``,
+    compiled positions) keep their first-pass score: their own names in the widened
+    query would lift them by their own words (in a small memory the second-best turn
+    then took the first place). Each candidate's signals are those of the pass that
+    scored it; the stimuli recorded (spike trains) are the question's own, the first
+    pass's."""
     cand = np.union1d(first.cand, second.cand)
     at1, at2 = np.searchsorted(cand, first.cand), np.searchsorted(cand, second.cand)
 
@@ -398,6 +407,8 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
         return out
 
     second_score = spread(second.score, at2, -np.inf)
+    if len(sources):
+        second_score[np.isin(cand, np.asarray(sources, dtype=np.int64))] = -np.inf
     score, from_second = scoring.hop_best(spread(first.score, at1, -np.inf), second_score,
                                           discount)
     hop = np.where(from_second, score - second_score, 0.0)
@@ -576,7 +587,8 @@ class Retriever:
                     _explain_feedback(self.state, view, run, again, found)
                     activated.append(again.activated)
                     passes.append(again)
-                    run = merge_feedback(run, again, scope, k, cfg.spreading_factor)
+                    run = merge_feedback(run, again, scope, k, cfg.spreading_factor,
+                                         [view.index[ep] for ep in found.values()])
         activation = activation_vector(view, run) if cfg.use_activation else None
         weights = None if run.own_score else _shown_weights(cfg)
         items = tuple(_item(self.state, view, run, j, passes, weights, activation)
