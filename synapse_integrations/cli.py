@@ -8,7 +8,8 @@ embedded Chroma and shows, for a few questions, what memory returns and why.
 (baselines, SYNAPSE, ablations, gate); ``synapse bench longmemeval --data FILE --out ...`` the
 same on LongMemEval (one memory per question); ``synapse bench probes --locomo FILE --out ...``
 runs our own probe sets (exact identifiers, two-hop bridges, never-said questions, knowledge
-updates) inside real LoCoMo conversations; ``synapse bench perf --out perf.json`` measures
+updates) inside real LoCoMo conversations; ``synapse bench small --out ...`` asks questions of
+hand-written memories of a few turns (day one); ``synapse bench perf --out perf.json`` measures
 latency and throughput against memory size. See docs/benchmarks.md.
 
 ``synapse serve http|mcp --path DIR`` serves a memory folder (REST API, MCP server);
@@ -391,6 +392,18 @@ def cmd_bench_probes(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_small(args: argparse.Namespace) -> int:
+    from .bench.small import SMALL_METHODS, format_small_table, run_small
+
+    t0 = time.perf_counter()
+    results = run_small(data=args.data, methods=args.methods or SMALL_METHODS,
+                        embedder=_embedder(args), progress=_tqdm_factory(not args.no_progress))
+    _write_json(args.out, results)
+    print(format_small_table(results))
+    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
+    return 0
+
+
 def cmd_bench_perf(args: argparse.Namespace) -> int:
     from .bench.perf import format_perf_table, run_perf
 
@@ -493,6 +506,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep turn embeddings in DIR between runs")
     prb.add_argument("--no-progress", action="store_true", help="no progress bar")
     prb.set_defaults(func=cmd_bench_probes)
+
+    sml = bsub.add_parser("small", help="memories of a few turns (day one): answer ranked "
+                                        "first, answerable refused, never-said rejected")
+    sml.add_argument("--data", default=None,
+                     help="small-memories JSON (default: the packaged data/small_memories_v1.json)")
+    sml.add_argument("--methods", type=_csv(str), default=None,
+                     help="comma-separated methods (default: dense, bm25, fusion, ppr, synapse)")
+    sml.add_argument("--out", required=True, help="results JSON")
+    sml.add_argument("--embed-cache", default=None, metavar="DIR",
+                     help="keep turn embeddings in DIR between runs")
+    sml.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sml.set_defaults(func=cmd_bench_small)
 
     perf = bsub.add_parser("perf", help="latency and throughput against memory size")
     perf.add_argument("--nodes", type=_csv(int), default=[1000, 10000, 100000],
