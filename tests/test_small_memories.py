@@ -67,3 +67,31 @@ def test_unrelated_turns_do_not_seed_the_activation(tmp_path, embedder):
         assert some < every and beagle in some
     finally:
         mem.close()
+
+
+ANA_AND_BEN = [("Ana", "I just got promoted to head chef at Olive & Thyme."),
+               ("Ben", "Nice! I adopted a parrot named Kiwi."),
+               ("Ana", "My grandmother turns ninety in May."),
+               ("Ben", "I'm saving up for a trip to Iceland."),
+               ("Ana", "I can't eat gluten, it makes me sick."),
+               ("Ben", "I sprained my ankle playing tennis.")]
+
+
+def test_presence_reads_the_words_of_the_evidence_found(tmp_path, embedder, monkeypatch):
+    """"trip" is no concept (concepts are names and phrases), so presence by meaning
+    found nothing for "travel" once the turns were consolidated; the first memories the
+    retrieval placed lend it their own words (core/gate.py, EVIDENCE_TURNS)."""
+    from synapse_integrations.core import gate
+
+    mem, ids = _memory(tmp_path, embedder, ANA_AND_BEN)
+    try:
+        mem.consolidate()
+        q = "Where does Ben want to travel?"
+        res = mem.retrieve(q, k=3)
+        assert not res.rejected and res.items[0].id == ids[3], res.reason
+        assert mem.retrieve("What instrument does Ana play?", k=3).rejected  # never said
+        monkeypatch.setattr(gate, "EVIDENCE_TURNS", 0)
+        refused = mem.retrieve(q, k=3)
+        assert refused.rejected and refused.verdict.check == "presence"
+    finally:
+        mem.close()

@@ -53,12 +53,16 @@ if TYPE_CHECKING:
     from .bm25 import BM25Index
     from .graph import Compiled
 
-__all__ = ["FRAME_WORDS", "attribute_terms", "attribution_gap", "concept_links", "decide",
-           "evaluate", "inflections", "named_subjects", "presence", "resolve_terms",
+__all__ = ["EVIDENCE_TURNS", "FRAME_WORDS", "attribute_terms", "attribution_gap", "concept_links",
+           "decide", "evaluate", "inflections", "named_subjects", "presence", "resolve_terms",
            "semantic_cover", "term_presence", "turn_about"]
 
 #: embeds words (one unit row each), e.g. the engine's cached concept-name embedder
 WordVectors = Callable[[Sequence[str]], np.ndarray]
+
+#: How many of the memories the retrieval placed first lend their own words to presence by
+#: meaning (besides the concepts linked to every turn about the person).
+EVIDENCE_TURNS = 5
 
 #: Words that frame a question rather than name what it asks about ("What *kind* of ...",
 #: "Did Sam ever *mention* ...", "What is the *name* of ..."): left out of the attribute
@@ -262,11 +266,13 @@ def _names(speakers: np.ndarray) -> list[str]:
 
 
 def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
-             confidence: float, eligible: np.ndarray, words: WordVectors | None = None) -> GateVerdict:
+             confidence: float, eligible: np.ndarray, words: WordVectors | None = None,
+             found: Sequence[int] = ()) -> GateVerdict:
     """The gate on one retrieval: the topic check on ``confidence``, then (with
     ``cfg.use_evidence_gate``) the attribution and presence checks over the ``eligible``
     episodes of ``view`` (those the query's filters allow). ``words`` embeds question
-    words for presence's matches by meaning (None: words only)."""
+    words for presence's matches by meaning (None: words only); ``found``: the positions
+    of the memories the retrieval placed first, whose own words presence also reads."""
     topic_ok = not scoring.gate(confidence, tau=cfg.gate_tau)
     attribution = present = None
     if topic_ok and cfg.use_evidence_gate:
@@ -297,7 +303,8 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
             else:
                 widen = lambda: subject  # noqa: E731
             # measured always (benchmarks sweep it); it decides when gate_presence_min > 0
-            share, at = _presence(view, bm25, terms, eligible, subject, widen, cfg, words)
+            share, at = _presence(view, bm25, terms, eligible, subject, widen, cfg, words,
+                                  found)
             present = (share, view.ids[at] if at >= 0 else None, terms)
     return decide(topic_ok=topic_ok, confidence=confidence, tau=cfg.gate_tau,
                   signal=cfg.gate_signal, attribution=attribution,
@@ -322,12 +329,18 @@ def _about(view: Compiled, spk: np.ndarray, speakers: list[str], name: str,
 
 def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.ndarray,
               allowed: np.ndarray, widen: Callable[[], np.ndarray], cfg: SynapseConfig,
-              words: WordVectors | None) -> tuple[float, int]:
+              words: WordVectors | None, found: Sequence[int] = ()) -> tuple[float, int]:
     """Presence's share and turn: each term weighs its IDF over the ``eligible`` turns (a
     term none holds: the IDF of a word held by none); a turn covers it by an inflection
     it holds, else (with ``words``, when the words alone leave the share below
-    ``gate_presence_min``) by a linked concept close in meaning; ``allowed`` are the turns
-    that may count, ``widen()`` those that may count by meaning."""
+    ``gate_presence_min``) by a linked concept close in meaning, or, for a turn not
+    consolidated yet or one of the first :data:`EVIDENCE_TURNS` of ``found`` (the
+    evidence the retrieval placed first), by one of its own words close in meaning
+    (concepts are names and phrases: "trip" in "I'm saving up for a trip to Iceland" is
+    none, and "Where does Ben want to travel?" was refused for it). Every turn's words
+    would let a conversation of hundreds of turns match any word by chance (never-said
+    probes 17 -> 13 of 25 rejected); the found turns' words, 17 -> 16. ``allowed`` are the
+    turns that may count, ``widen()`` those that may count by meaning."""
     weights = np.full(len(terms), math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5))
     covered = np.zeros((view.n, len(terms)), dtype=bool)
     for j, term in enumerate(terms):
@@ -340,8 +353,11 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
     if share < cfg.gate_presence_min and words is not None and cfg.gate_presence_similarity < 1.0:
         allowed = widen()  # the turns that may match by meaning (not only those with words)
         concepts, links = concept_links(view)
-        # a turn not consolidated yet links no concept: its own words stand in for them
-        bare = np.flatnonzero(allowed & eligible & (np.diff(links.indptr) == 0)).tolist()
+        # a turn not consolidated yet links no concept: its own words stand in for them;
+        # the evidence the retrieval placed first is read by its own words too
+        lends = np.diff(links.indptr) == 0
+        lends[np.asarray(found, dtype=np.int64)[:EVIDENCE_TURNS]] = True
+        bare = np.flatnonzero(allowed & eligible & lends).tolist()
         tokens = view.derived("gate.tokens", lambda _: {})
         texts = view.node_values("text", "") if bare else []
         for i in bare:

@@ -568,7 +568,7 @@ class Retriever:
         if cfg.use_gate:  # topic, attribution and presence checks (core/gate.py)
             turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
             verdict = gate.evaluate(view, self.state.bm25, query, cfg, confidence, turns,
-                                    self.words)
+                                    self.words, run.cand[run.order])
         rejected = verdict is not None and verdict.rejected
         if cfg.entity_feedback and cfg.use_graph:
             found = feedback_entities(self.state, view, run, cfg.entity_feedback, query)
