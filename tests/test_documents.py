@@ -133,3 +133,22 @@ def test_a_non_bool_option_is_refused():
 
     with pytest.raises(ConfigError, match="speaker_in_document must be a bool"):
         SynapseConfig(speaker_in_document="yes")
+
+
+def test_a_rebuilt_collection_re_embeds_what_the_engine_reads(tmp_path):
+    """A collection whose HNSW index was set aside is rebuilt from Chroma's rows
+    (``ChromaVectors.rebuild``, called by ``consistency.open_vectors`` with
+    ``row_document``): active and archived turns get the vector of their document (the
+    speaker's name included), as at ingestion. The archive's rows carry the speaker for it."""
+    emb = HashingEmbedder()
+    mem = _memory(tmp_path / "m", emb, prefixed=False)
+    try:
+        mem.archive(["t1"])
+        vectors = mem._state.vectors
+        assert vectors.rebuild(["active", "archive"], emb.embed_documents, row_document()) > 0
+        for node_id, coll in (("t3", vectors.active), ("t1", vectors.archive)):
+            got, vecs = coll.get([node_id])[:2]
+            want = emb.embed_documents([f"Sam: {TURNS[int(node_id[1:])][1]}"])[0]
+            assert got == [node_id] and float(vecs[0] @ want) == pytest.approx(1.0, abs=1e-5)
+    finally:
+        mem.close()

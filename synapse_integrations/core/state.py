@@ -380,11 +380,14 @@ class MemoryState:
                                    metas)
 
     def upsert_archived(self, ids: Sequence[str], embs: np.ndarray) -> None:
-        """Write archived nodes' vectors to the archive collection (text and kind from
-        their archive records)."""
+        """Write archived nodes' vectors to the archive collection (text, kind and an
+        episode's speaker from their archive records: a rebuilt index re-embeds what the
+        engine reads for them, :mod:`.documents`)."""
         recs = [self.graph.archive[i]["node"] for i in ids]
         self.vectors.archive.upsert(ids, embs, [r["text"] for r in recs],
-                                    [{"kind": r["kind"]} for r in recs])
+                                    [{"kind": r["kind"], **({"speaker": r["speaker"]}
+                                                            if r.get("speaker") else {})}
+                                     for r in recs])
 
     # ------------------------------------------------------------------------------------
     # archive, restore, remove
