@@ -48,6 +48,7 @@ __all__ = [
     "content_words",
     "load_probes",
     "run_probes",
+    "run_scored",
     "shares_word",
     "validate_probes",
 ]
@@ -306,6 +307,31 @@ def score_records(records: Sequence[Any], engine: bool) -> dict[str, Any]:
     return out
 
 
+def run_scored(memories: Sequence[Any], methods: Sequence[str], depth: int, embedder: Any,
+               progress: Callable[..., Any] | None, desc: str,
+               score: Callable[[Sequence[Any], bool], dict[str, Any]]) -> tuple[Any, dict[str, Any]]:
+    """Every method on every question of ``memories`` (ranked ``depth`` deep), one
+    progress bar step per memory, then each method's ``score(records, engine)`` with its
+    latency percentiles: ``(run state, {method: metrics})``. The loop of the probe sets
+    (here and :mod:`.small`)."""
+    from .metrics import percentiles
+    from .retrieval import CachingEmbedder, run_memories
+
+    emb = embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)
+    bar = progress(total=len(memories), desc=desc, unit="memory") if progress else None
+    try:
+        state = run_memories(memories, methods=methods, ks=(depth,), embedder=emb,
+                             on_memory=(lambda _m: bar.update(1)) if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    scored = {}
+    for m, recs in state.records.items():
+        scored[m] = {**score(recs, not is_baseline(m)),
+                     "latency_ms": percentiles([r.latency_ms for r in recs])}
+    return state, scored
+
+
 def run_probes(
     locomo: str | Path,
     *,
@@ -318,8 +344,6 @@ def run_probes(
 ) -> dict[str, Any]:
     """Run every probe group (of ``kinds``, default all) with every method."""
     from .locomo import load_locomo
-    from .metrics import percentiles
-    from .retrieval import CachingEmbedder, run_memories
 
     t0 = time.perf_counter()
     data = load_probes(probes)
@@ -331,29 +355,16 @@ def run_probes(
     wanted = sorted({g["conversation"] for g in data["groups"]})
     ds = load_locomo(locomo, conversations=wanted)
     validate_probes(data, ds)
-    emb = embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)
-    memories = build_memories(data, ds)
-    bar = progress(total=len(memories), desc="probe memories", unit="memory") \
-        if progress else None
-    try:
-        state = run_memories(memories, methods=methods, ks=(_DEPTH,), embedder=emb,
-                             on_memory=(lambda _m: bar.update(1)) if bar else None)
-    finally:
-        if bar is not None:
-            bar.close()
+    state, scored = run_scored(build_memories(data, ds), methods, _DEPTH, embedder, progress,
+                               "probe memories", score_records)
     out: dict[str, Any] = {
         "probes": str(probes) if probes else f"package data {PROBE_FILE}",
         "version": data["version"],
         "dataset": str(locomo),
         "counts": {k: sum(len(g["probes"]) for g in data["groups"] if g["kind"] == k)
                    for k in KINDS},
-        "methods": {},
+        "methods": scored,
     }
-    for m in state.records:
-        recs = state.records[m]
-        entry = score_records(recs, engine=not is_baseline(m))
-        entry["latency_ms"] = percentiles([r.latency_ms for r in recs])
-        out["methods"][m] = entry
     out["timing_s"] = {"total": time.perf_counter() - t0, **state.seconds}
     if keep_records:
         out["records"] = state.records

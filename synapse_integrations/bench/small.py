@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
-from .baselines import is_baseline
+from .probes import run_scored
 
 __all__ = ["SMALL_FILE", "SMALL_METHODS", "load_small", "run_small", "score_small"]
 
@@ -120,26 +120,12 @@ def run_small(
     keep_records: bool = False,
 ) -> dict[str, Any]:
     """Every method on every question of every small memory."""
-    from .metrics import percentiles
-    from .retrieval import CachingEmbedder, run_memories
-
     t0 = time.perf_counter()
     loaded = load_small(data)
-    emb = embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)
-    memories = _memories(loaded)
-    bar = progress(total=len(memories), desc="small memories", unit="memory") if progress else None
-    try:
-        state = run_memories(memories, methods=methods, ks=(5,), embedder=emb,
-                             on_memory=(lambda _m: bar.update(1)) if bar else None)
-    finally:
-        if bar is not None:
-            bar.close()
+    state, scored = run_scored(_memories(loaded), methods, 5, embedder, progress,
+                               "small memories", score_small)
     out: dict[str, Any] = {"data": str(data) if data else f"package data {SMALL_FILE}",
-                           "version": loaded["version"], "methods": {}}
-    for m, recs in state.records.items():
-        entry = score_small(recs, engine=not is_baseline(m))
-        entry["latency_ms"] = percentiles([r.latency_ms for r in recs])
-        out["methods"][m] = entry
+                           "version": loaded["version"], "methods": scored}
     out["timing_s"] = {"total": time.perf_counter() - t0, **state.seconds}
     if keep_records:
         out["records"] = state.records

@@ -30,7 +30,7 @@ from .events import EventBus
 from . import provenance
 from .graph import Compiled, MemoryGraph, temporal_weight
 from .models.synaptic import MAX_SPIKES
-from .documents import document, node_document
+from .documents import node_document
 from .triggers import BM25Index
 
 logger = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ class MemoryState:
                 self.graph.add_edge(node_id, prev, kind="temporal", weight=w)
         self.last_episode = node_id
         self.pending.append(node_id)
-        self.bm25.add(node_id, document(text, speaker, enabled=self.config.speaker_in_document))
+        self.bm25.add(node_id, self.document(attrs))
 
     def set_salience(self, node_id: str, salience: float, *, low: bool) -> None:
         """Record an episode's surprisal (:mod:`.surprisal`); ``low``: under the gate's tau."""
