@@ -157,6 +157,12 @@ class SynapseConfig:
             (:func:`~synapse_integrations.core.conversation.lift_replies`); 0 switches it
             off. The default is the spreading factor's 0.8: a reply is one hop from its
             question. See docs/benchmarks.md, "Conversational context".
+        follow_up_weight: a reply whose question followed up a statement by the reply's
+            own speaker ("We went to the memorial." / "How did the kids react?" /
+            "Awestruck.") scores at least this share of that statement's score, and is a
+            candidate whenever the statement is; 0 switches it off. The default 0.64 is
+            two hops at the spreading factor (statement, question, reply). See
+            docs/benchmarks.md, "Follow-up questions".
         named_speaker_weight: when a question names exactly one of the memory's speakers,
             the other speakers' turns score this share of their score
             (:func:`~synapse_integrations.core.focus.focus`); 1 switches it off.
@@ -266,6 +272,7 @@ class SynapseConfig:
     entity_feedback: int = 2
     feedback_weight: float = 0.5
     reply_weight: float = 0.8
+    follow_up_weight: float = 0.64
     named_speaker_weight: float = 0.85
     first_person_weight: float = 0.7
     date_weight: float = 0.7
@@ -319,7 +326,8 @@ class SynapseConfig:
                      "pagerank_damping", "superseded_weight", "gate_attribution_margin",
                      "distinct_similarity_ratio", "anchor_similarity_ratio", "gate_presence_min",
                      "surprisal_tau",
-                     "gate_presence_similarity", "reply_weight", "named_speaker_weight", "date_weight",
+                     "gate_presence_similarity", "reply_weight", "follow_up_weight",
+                     "named_speaker_weight", "date_weight",
                      "first_person_weight",
                      "low_salience_weight"):
             v = getattr(self, name)

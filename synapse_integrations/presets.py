@@ -29,6 +29,7 @@ PAPER_DEFAULTS: dict[str, Any] = {
     "weight_activation": 0.3,
     "entity_feedback": 0,
     "reply_weight": 0.0,
+    "follow_up_weight": 0.0,
     "named_speaker_weight": 1.0,
     "date_weight": 1.0,
     "first_person_weight": 1.0,
@@ -57,8 +58,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-evidence-gate": {"use_evidence_gate": False},
     "no-sleep": {"sleep_auto": False},
     "no-feedback": {"entity_feedback": 0},
-    "no-context": {"reply_weight": 0.0, "named_speaker_weight": 1.0, "date_weight": 1.0,
-                   "first_person_weight": 1.0},
+    "no-context": {"reply_weight": 0.0, "follow_up_weight": 0.0, "named_speaker_weight": 1.0,
+                   "date_weight": 1.0, "first_person_weight": 1.0},
 }
 
 #: Options that are off by default, measured by the benchmarks as methods of their own

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from synapse_integrations import SynapseConfig
-from synapse_integrations.core.conversation import REPLY_WINDOW, lift_replies, replies_to, with_replies
+from synapse_integrations.core.conversation import (
+    FOLLOW_UP_CHARS,
+    REPLY_WINDOW,
+    follow_ups,
+    lift_replies,
+    replies_to,
+    with_replies,
+)
 from synapse_integrations.core.graph import Compiled
 from synapse_integrations.errors import ConfigError
 
@@ -75,7 +82,53 @@ def test_a_reply_keeps_the_better_of_its_score_and_weight_times_its_question():
     assert not lift_replies(v, cand, np.array([0.9, 0.3, 0.5, 0.6]), 0.0)[1].any()
 
 
+def test_a_follow_up_question_links_the_reply_to_its_speakers_statement():
+    long_q = "Ann: " + "That sounds lovely. " * 15 + "Did it rain?"
+    assert len(long_q) > FOLLOW_UP_CHARS
+    v = _view([("Bo", "Bo: We took the kids to the memorial.", 0.0, None),      # e0 statement
+               ("Ann", "Ann: How did they react?", 5.0, None),                # e1 follows e0 up
+               ("Bo", "Bo: Awestruck.", 9.0, None),                           # e2 -> e1 (and e0)
+               ("Cy", "Cy: I went sailing.", 20.0, None),                     # e3
+               ("Ann", "Ann: Was it windy?", 25.0, None),                     # e4
+               ("Bo", "Bo: No idea.", 30.0, None),                            # e5 -> e4 (e3 is Cy's)
+               ("Bo", "Bo: We hiked.", 40.0, None),                           # e6
+               ("Ann", long_q, 45.0, None),                                   # e7: too long
+               ("Bo", "Bo: A little.", 50.0, None),                           # e8 -> e7 only
+               ("Bo", "Bo: I baked.", 100.0, None),                           # e9
+               ("Ann", "Ann: What?", 100.0 + REPLY_WINDOW + 1, None),         # e10: too late
+               ("Bo", "Bo: Bread.", 100.0 + REPLY_WINDOW + 2, None),          # e11 -> e10 only
+               ("user", "user: I adopted a dog.", None, "user"),             # e12
+               ("assistant", "What is its name?", None, "assistant"),       # e13
+               ("user", "user: Biscuit.", None, "user")])                     # e14 -> e13 (and e12)
+    assert replies_to(v).tolist() == [-1, -1, 1, -1, -1, 4, -1, -1, 7, -1, -1, 10, -1, -1, 13]
+    assert follow_ups(v).tolist() == [-1, -1, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 12]
+
+
+def test_the_reply_joins_and_scores_with_the_statement_its_question_followed_up():
+    v = _view([("Bo", "We took the kids to the memorial.", 0.0, None), ("Ann", "How did they react?", 1.0, None),
+               ("Bo", "Awestruck.", 2.0, None)])
+    # candidates: the statement alone brings the reply in only with follow_up
+    assert with_replies(v, np.array([0])).tolist() == [0]
+    assert with_replies(v, np.array([0]), follow_up=True).tolist() == [0, 2]
+    assert with_replies(v, np.array([1]), questions=False, follow_up=True).tolist() == [1]
+    assert with_replies(v, np.array([1]), questions=False).tolist() == [1]
+    cand = np.arange(3)
+    # e2: max(0.1, 0.8 x 0.2 = 0.16, 0.64 x 0.9 = 0.576)
+    score, lift = lift_replies(v, cand, np.array([0.9, 0.2, 0.1]), 0.8, 0.64)
+    assert score.tolist() == pytest.approx([0.9, 0.2, 0.576])
+    assert lift.tolist() == pytest.approx([0.0, 0.0, 0.476])
+    # the question scores more: its hop wins (0.8 x 0.9 = 0.72 > 0.64 x 0.5)
+    assert lift_replies(v, cand, np.array([0.5, 0.9, 0.1]), 0.8, 0.64)[0][2] == pytest.approx(0.72)
+    # either weight alone
+    assert lift_replies(v, cand, np.array([0.9, 0.2, 0.1]), 0.0, 0.64)[0][2] == pytest.approx(0.576)
+    assert lift_replies(v, cand, np.array([0.9, 0.2, 0.1]), 0.8, 0.0)[0][2] == pytest.approx(0.16)
+    # the statement not a candidate: only the question's hop
+    score, _ = lift_replies(v, np.array([1, 2]), np.array([0.2, 0.1]), 0.8, 0.64)
+    assert score.tolist() == pytest.approx([0.2, 0.16])
+
+
 @pytest.mark.parametrize("field,value", [("reply_weight", -0.1), ("reply_weight", 1.5),
+                                         ("follow_up_weight", -0.5), ("follow_up_weight", 1.1),
                                          ("named_speaker_weight", 2.0), ("date_weight", -1.0),
                                          ("first_person_weight", 1.01)])
 def test_weights_out_of_range_are_config_errors(field, value):
@@ -125,3 +178,37 @@ def test_engine_ranks_the_answer_with_its_question(memory):
     for it in res.episodes():
         assert (it.components.focus < 0) == (it.speaker == "Sam" and it.score > 0), it
     assert memory.retrieve(ask, k=8, config=off).items[0].components.focus == 0.0
+
+
+FOLLOW_UP_TURNS = [
+    ("John", "Last weekend I took my kids to the military memorial in the city."),
+    ("Maria", "Oh wow, how did they react?"),
+    ("John", "They were awestruck and humbled."),
+    ("John", "Work has been busy, we are moving offices next month."),
+    ("Maria", "I volunteered at the shelter on Saturday."),
+    ("John", "My kids started swimming lessons at the community pool."),
+    ("Maria", "The shelter needs more blankets for the winter."),
+    ("John", "I fixed the fence in the backyard after the storm."),
+    ("Maria", "My mom and I cooked dinner together last night."),
+    ("John", "The kids loved the fireworks on the fourth of July."),
+]
+
+
+def test_engine_ranks_the_answer_to_a_follow_up_with_the_statement_it_continues(memory):
+    memory.add_turns([{"text": text, "speaker": who, "timestamp": T0 + timedelta(seconds=i)}
+                      for i, (who, text) in enumerate(FOLLOW_UP_TURNS)])
+    ids = {d["text"]: n for n, d in memory.graph.nodes(data=True) if d["kind"] == "episode"}
+    statement, answer = ids[FOLLOW_UP_TURNS[0][1]], ids[FOLLOW_UP_TURNS[2][1]]
+    ask = "How did John's kids feel at the military memorial?"
+    off = memory.config.replace(follow_up_weight=0.0)
+    ranked = lambda res: [it.id for it in res.episodes()]  # noqa: E731
+    before, res = ranked(memory.retrieve(ask, k=10, config=off)), memory.retrieve(ask, k=10)
+    after = ranked(res)
+    assert after.index(answer) < before.index(answer), (before, after)
+    assert after.index(answer) <= 2, after
+    item = next(it for it in res.items if it.id == answer)
+    said = next(it for it in res.items if it.id == statement)
+    # two hops from the statement: 0.64 x its score (John's turns: no focus demotion)
+    assert said.components.focus == 0.0 and item.components.terms()["reply"] > 0
+    assert item.score == pytest.approx(memory.config.follow_up_weight * said.score)
+    assert sum(item.components.terms().values()) == pytest.approx(item.score)

@@ -182,6 +182,41 @@ def test_entity_feedback_skips_speakers_topics_and_names_already_asked(memory):
         SynapseConfig(entity_feedback=-1)
 
 
+def test_entity_feedback_reads_episodes_by_their_own_evidence_not_a_borrowed_lift(memory):
+    """A reply lifted by its question (or by the statement the question followed up) ranks
+    by words that are not its own: its entities do not feed the second pass."""
+    import dataclasses
+
+    from synapse_integrations.core import retrieval, scoring
+
+    memory.add_turns(bridge_conversation())
+    memory.consolidate()
+    c = memory._state.compiled()
+    cfg = memory.config.replace(entity_feedback=1)
+    question = "Sam's ski trip with a cousin"
+    q = memory._embedder.embed_query(question)
+    run = retrieval.run_pass(c, memory._state, cfg, memory._retriever.model(cfg.model),
+                             question, q, np.clip(c.embeddings @ q, -1, 1), 40)
+    names = lambda r: sorted(memory.graph.nodes[e]["name"]  # noqa: E731
+                             for e in retrieval.feedback_entities(memory._state, c, r, 1, question))
+    assert names(run) == ["Dana", "Whistler"]
+    # a lower episode that links other entities, lifted above the first
+    news = c.index[next(n for n, d in memory.graph.nodes(data=True) if d.get("text") == ANSWER)]
+    j = int(np.flatnonzero(run.cand == news)[0])
+    assert names(dataclasses.replace(run, order=np.array([j]))) != names(run)
+    boost = np.zeros(run.score.size)
+    boost[j] = float(run.score.max()) + 1.0 - run.score[j]
+    score = run.score + boost
+    order = scoring.top_k(score, run.order.size)
+    assert order[0] == j
+    # borrowed (a reply's lift): the entities stay the best own-evidence episode's
+    assert names(dataclasses.replace(run, score=score, order=order, reply=run.reply + boost)) \
+        == ["Dana", "Whistler"]
+    # earned (its own score): its entities feed back
+    assert names(dataclasses.replace(run, score=score, order=order)) \
+        == names(dataclasses.replace(run, order=np.array([j])))
+
+
 def test_add_turn_builds_episodes_and_temporal_edges(memory):
     ids = [memory.add_turn(f"turn number {i} about gardening", speaker="Sam",
                            timestamp=T0 + timedelta(hours=i)) for i in range(3)]

@@ -1,4 +1,4 @@
-"""Conversational context: what a short turn means depends on the turn it answers.
+"""Conversational context: what a short turn means depends on the turns it answers.
 
 "She moved to Chicago." or "I'm a teacher." says little on its own; the question it
 answers ("Which city does Rachel live in?", "What do you do for work?") holds the words a
@@ -12,6 +12,17 @@ pass does). Replies by the assistant are left alone: an assistant answers *about
 world*, and lifting its long answers above the user's own statements cost LongMemEval 2.8
 points of recall@5 (docs/benchmarks.md, "Conversational context").
 
+A short question often *follows up* what its asker just heard: "Last week we took the
+kids to the military memorial." / "How did they react?" / "They were awestruck." The
+answer continues its own speaker's statement two turns back, in words neither the
+question nor a later question about the memorial repeats. So a reply also inherits from
+the turn its question followed (:func:`follow_ups`: the turn right before the question,
+by the reply's speaker, within the same window) at ``follow_up_weight``: two hops, the
+spreading factor squared by default. Only a question of at most
+:data:`FOLLOW_UP_CHARS` characters follows up: a long turn that holds a ``?`` is an answer
+of its own (an assistant's reply that ends in an offer), and what comes after it answers
+that, not the turn before it (LongMemEval, docs/benchmarks.md, "Follow-up questions").
+
 The lift is reported as the ``reply`` score component (>= 0), so an item's terms still add
 up to its score. (What a question names, a speaker or a date, is :mod:`.focus`.)
 
@@ -21,11 +32,20 @@ up to its score. (What a question names, a speaker or a date, is :mod:`.focus`.)
 ...     is_episode=[True] * 3, attrs={"seq": [1, 2, 3], "ts": [0.0, 5.0, 9.0],
 ...     "speaker": ["Ann", "Bo", "Ann"], "metadata": [{}] * 3,
 ...     "text": ["Ann: Where do you work?", "Bo: At the bakery.", "Ann: Cool."]})
->>> replies_to(v).tolist()
-[-1, 0, -1]
+>>> replies_to(v).tolist(), follow_ups(v).tolist()
+([-1, 0, -1], [-1, -1, -1])
 >>> score, lift = lift_replies(v, np.array([0, 1]), np.array([0.9, 0.2]), 0.8)
 >>> score.round(2).tolist(), lift.round(2).tolist()
 ([0.9, 0.72], [0.0, 0.52])
+>>> v = Compiled.from_arrays(["s", "q", "a"], np.eye(3), src=[], dst=[], weight=[],
+...     is_episode=[True] * 3, attrs={"seq": [1, 2, 3], "ts": [0.0, 5.0, 9.0],
+...     "speaker": ["Bo", "Ann", "Bo"], "metadata": [{}] * 3,
+...     "text": ["Bo: We went to the memorial.", "Ann: How did the kids react?",
+...              "Bo: Awestruck."]})
+>>> follow_ups(v).tolist()
+[-1, -1, 0]
+>>> lift_replies(v, np.arange(3), np.array([0.9, 0.1, 0.2]), 0.8, 0.64)[0].round(3).tolist()
+[0.9, 0.1, 0.576]
 """
 
 from __future__ import annotations
@@ -37,16 +57,25 @@ import numpy as np
 from . import scoring
 from .echoes import is_role
 
-__all__ = ["REPLY_WINDOW", "lift_replies", "replies_to", "with_replies"]
+__all__ = ["FOLLOW_UP_CHARS", "REPLY_WINDOW", "follow_ups", "lift_replies", "replies_to",
+           "with_replies"]
 
-#: Longest pause (event-time seconds) between a question and the turn that answers it.
+#: Longest pause (event-time seconds) between a question and the turn that answers it,
+#: and between a statement and the question that follows it up.
 REPLY_WINDOW = 600.0
 
+#: Longest question turn (characters) read as a follow-up of the turn before it: a line or
+#: two of chat. LoCoMo's turns that hold a ``?`` run to 282 characters at the 95th
+#: percentile (the speaker's name included), LongMemEval's assistant turns that do from 393
+#: at the 5th (median 2,000).
+FOLLOW_UP_CHARS = 300
 
-def _replies(view: Any) -> np.ndarray:
-    """Compiled index of the question each node replies to (-1: none); see the module
-    docstring. Vectorised but for the few pairs left to check for the assistant's role."""
-    out = np.full(view.n, -1, dtype=np.int64)
+
+def _context(view: Any) -> np.ndarray:
+    """Per node, the compiled index of the question it replies to (column 0) and of the
+    statement that question followed up (column 1); -1 for none. See the module docstring.
+    Vectorised but for the few pairs left to check for the assistant's role."""
+    out = np.full((view.n, 2), -1, dtype=np.int64)
     episodes = np.flatnonzero(view.is_episode)
     if episodes.size < 2:
         return out
@@ -67,46 +96,72 @@ def _replies(view: Any) -> np.ndarray:
     metas = view.node_values("metadata")
     for j in ok.tolist():
         if not is_role({"speaker": speakers_all[a[j]], "metadata": metas[a[j]] or {}}, "assistant"):
-            out[a[j]] = q[j]
+            out[a[j], 0] = q[j]
+            # the question followed up the turn before it, when that is the reply's
+            # speaker's, in time, and the question is short
+            if j > 0 and speakers[j - 1] == speakers[j + 1] and timely[j - 1] \
+                    and len(texts[q[j]] or "") <= FOLLOW_UP_CHARS:
+                out[a[j], 1] = episodes[j - 1]
     return out
 
 
 def replies_to(view: Any) -> np.ndarray:
     """The question each node of the view replies to (compiled index, -1 for none);
     derived once per compiled view."""
-    return view.derived("replies", _replies)
+    return view.derived("replies", _context)[:, 0]
 
 
-def with_replies(view: Any, cand: np.ndarray) -> np.ndarray:
-    """``cand`` (sorted indices) plus the replies to the questions among them."""
-    asked = replies_to(view)
-    answers = np.flatnonzero(asked >= 0)
-    if answers.size == 0 or cand.size == 0:
+def follow_ups(view: Any) -> np.ndarray:
+    """The statement each reply's question followed up (compiled index, -1 for none;
+    see the module docstring); derived once per compiled view."""
+    return view.derived("replies", _context)[:, 1]
+
+
+def with_replies(view: Any, cand: np.ndarray, questions: bool = True,
+                 follow_up: bool = False) -> np.ndarray:
+    """``cand`` (sorted indices) plus the replies to the questions among them (with
+    ``questions``) and the replies whose question followed up a turn among them (with
+    ``follow_up``)."""
+    if not (questions or follow_up) or cand.size == 0:
+        return cand
+    context = view.derived("replies", _context)
+    answers = np.flatnonzero(context[:, 0] >= 0)
+    if answers.size == 0:
         return cand
     member = np.zeros(view.n, dtype=bool)
     member[cand] = True
-    extra = answers[member[asked[answers]] & ~member[answers]]
+    found = member[context[answers, 0]] if questions else np.zeros(answers.size, dtype=bool)
+    if follow_up:
+        said = context[answers, 1]
+        found |= (said >= 0) & member[np.maximum(said, 0)]
+    extra = answers[found & ~member[answers]]
     return cand if extra.size == 0 else np.union1d(cand, extra)
 
 
-def lift_replies(view: Any, cand: np.ndarray, score: np.ndarray, weight: float
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each reply among ``cand`` scores the better of its score and ``weight`` times its
-    question's (when the question is a candidate too). Returns the scores and the lift per
-    candidate (0, or positive)."""
+def lift_replies(view: Any, cand: np.ndarray, score: np.ndarray, weight: float,
+                 follow_up_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Each reply among ``cand`` scores the best of its score, ``weight`` times its
+    question's and ``follow_up_weight`` times the statement its question followed up
+    (each when a candidate too). Returns the scores and the lift per candidate (0, or
+    positive)."""
     score = np.asarray(score, dtype=np.float64)
     lift = np.zeros(score.shape)
-    if weight <= 0 or cand.size == 0:
+    if (weight <= 0 and follow_up_weight <= 0) or cand.size == 0:
         return score, lift
-    asked = replies_to(view)[cand]
-    replies = np.flatnonzero(asked >= 0)
+    context = view.derived("replies", _context)[cand]
+    replies = np.flatnonzero(context[:, 0] >= 0)
     if replies.size == 0:
         return score, lift
     position = np.full(view.n, -1, dtype=np.int64)
     position[cand] = np.arange(cand.size)
-    pos = position[asked[replies]]
-    ok = pos >= 0
-    replies, pos = replies[ok], pos[ok]
-    best, _ = scoring.hop_best(score[replies], score[pos], weight)  # one hop, as feedback pays
+    best = score[replies]
+    for column, discount in ((0, weight), (1, follow_up_weight)):
+        if discount <= 0:
+            continue
+        source = context[replies, column]
+        pos = np.where(source >= 0, position[np.maximum(source, 0)], -1)
+        hop = np.full(replies.size, -np.inf)
+        hop[pos >= 0] = score[pos[pos >= 0]]
+        best, _ = scoring.hop_best(best, hop, discount)  # one hop (two), as feedback pays
     lift[replies] = best - score[replies]
     return score + lift, lift

@@ -125,7 +125,8 @@ class Pass:
     echo: np.ndarray  # the echo demotion (0, or negative): core/echoes.py
     superseded: np.ndarray  # version ranking (core/reconsolidation.py): older below newer
     salience: np.ndarray  # the low-salience demotion (core/surprisal.py; 0, or negative)
-    reply: np.ndarray  # a reply's lift from its question (core/conversation.py; 0, or positive)
+    reply: np.ndarray  # a reply's lift from its question or the statement that question
+    #                    followed up (core/conversation.py; 0, or positive)
     focus: np.ndarray  # outside what the question names (core/focus.py; 0, or negative)
     parents: np.ndarray | None
     dense_rank: dict[str, int]
@@ -259,14 +260,13 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         activated = {view.ids[i] for i in active[act_all[active] >= cfg.dormancy_epsilon]}
         reached = active if act.reached is None else np.asarray(act.reached, dtype=np.int64)
         cand = np.arange(view.n) if cfg.score_all_nodes else np.union1d(anchors.indices, reached)
-        if cfg.reply_weight > 0:  # the answers to the questions found
-            cand = conversation.with_replies(view, cand)
+        cand = conversation.with_replies(view, cand, cfg.reply_weight > 0,  # the answers to
+                                         cfg.follow_up_weight > 0)          # what was found
         activation = act_all[cand]
         own_score = None if act.score is None else np.asarray(act.score, dtype=np.float64)[cand]
     else:
         cand = np.arange(view.n) if cfg.score_all_nodes else anchors.indices
-        if cfg.reply_weight > 0:
-            cand = conversation.with_replies(view, cand)
+        cand = conversation.with_replies(view, cand, cfg.reply_weight > 0, cfg.follow_up_weight > 0)
         activation = np.zeros(cand.size)
     sim = sim_all[cand].astype(np.float64)
     pr = state.graph.pagerank_array(cand) if cfg.uses_pagerank else np.zeros(cand.size)
@@ -296,8 +296,9 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
                             names=focus.speakers(view))
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
-    # the conversation: a reply scores with its question
-    score, reply = conversation.lift_replies(view, cand, score, cfg.reply_weight)
+    # the conversation: a reply scores with its question and what the question followed up
+    score, reply = conversation.lift_replies(view, cand, score, cfg.reply_weight,
+                                             cfg.follow_up_weight)
     # what the question names (a speaker, dates): the memories outside it demoted
     score, focused = focus.focus(view, cand, score, asked, speaker_weight=cfg.named_speaker_weight,
                                  role_weight=cfg.first_person_weight,
@@ -340,12 +341,17 @@ def feedback_entities(state: MemoryState, view: Compiled, run: Pass, top_r: int,
                       query: str) -> dict[str, str]:
     """Named-entity concepts linked to the first pass's ``top_r`` episodes: not topics,
     not speakers (a speaker concept links to everything its speaker said), and not
-    already named in the query. Returns ``{entity id: the episode it came from}`` in
-    order of first appearance."""
+    already named in the query. The episodes are ranked by their own evidence, without
+    the lift a reply borrows from its question (a reply's words are not about the
+    question; feeding them back drifted the second pass: docs/benchmarks.md, "Follow-up
+    questions"). Returns ``{entity id: the episode it came from}`` in order of first
+    appearance."""
     g = state.graph.g
     qwords = set(tokenize(query))
     found: dict[str, str] = {}
-    tops = [view.ids[run.cand[j]] for j in run.order
+    own = run.score[run.order] - run.reply[run.order]
+    ranked = run.order[np.argsort(-own, kind="stable")]
+    tops = [view.ids[run.cand[j]] for j in ranked
             if g.nodes[view.ids[run.cand[j]]]["kind"] == "episode"][:top_r]
     for ep in tops:
         speaker = str(g.nodes[ep].get("speaker") or "").lower()
