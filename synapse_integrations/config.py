@@ -163,6 +163,13 @@ class SynapseConfig:
             candidate whenever the statement is; 0 switches it off. The default 0.64 is
             two hops at the spreading factor (statement, question, reply). See
             docs/benchmarks.md, "Follow-up questions".
+        speaker_free_cosine: when a question names speakers of the memory, its cosines
+            leave their names out, on both sides (the component along the embedding of
+            what a turn's document adds for the speaker, "Sam:"): the name alone made every
+            short turn of theirs look like the answer. Who the question is about is
+            ``named_speaker_weight``'s work; the gate's topic check reads the plain cosine
+            (:func:`~synapse_integrations.core.focus.names_out`). See
+            docs/benchmarks.md, "Names out of the cosine".
         named_speaker_weight: when a question names exactly one of the memory's speakers,
             the other speakers' turns score this share of their score
             (:func:`~synapse_integrations.core.focus.focus`); 1 switches it off.
@@ -273,6 +280,7 @@ class SynapseConfig:
     feedback_weight: float = 0.5
     reply_weight: float = 0.8
     follow_up_weight: float = 0.64
+    speaker_free_cosine: bool = True
     named_speaker_weight: float = 0.85
     first_person_weight: float = 0.7
     date_weight: float = 0.7

@@ -30,6 +30,7 @@ PAPER_DEFAULTS: dict[str, Any] = {
     "entity_feedback": 0,
     "reply_weight": 0.0,
     "follow_up_weight": 0.0,
+    "speaker_free_cosine": False,
     "named_speaker_weight": 1.0,
     "date_weight": 1.0,
     "first_person_weight": 1.0,

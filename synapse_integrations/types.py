@@ -78,6 +78,7 @@ class ScoreComponents:
     # hop further from the question, scores spreading_factor x its second-pass score
     hop: float = 0.0
     # the conversation (core/conversation.py): a reply's lift from the question it answers
+    # or the statement that question followed up
     # (>= 0), and the demotion of another speaker's turn when the question names one (<= 0)
     reply: float = 0.0
     focus: float = 0.0

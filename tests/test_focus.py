@@ -11,7 +11,7 @@ import pytest
 
 from synapse_integrations import SynapseConfig
 from synapse_integrations.core.focus import (DATE_SLACK, asks_assistant, date_scope, focus, named_dates,
-                                             named_speaker)
+                                             named_speaker, names_out)
 from synapse_integrations.core.graph import Compiled
 
 DAY = 86400.0
@@ -72,6 +72,82 @@ def test_a_first_person_question_is_about_the_user():
     people = _view([("Caroline", 0.0), ("Melanie", 1.0)])
     assert not focus(people, np.arange(2), np.full(2, 0.5), "What did I say?", speaker_weight=0.8,
                      role_weight=0.8, date_weight=1.0)[1].any()
+
+
+def _named_view(rows, vectors):
+    return Compiled.from_arrays([f"n{i}" for i in range(len(rows))], np.asarray(vectors, dtype=np.float32),
+                                src=[], dst=[], weight=[], is_episode=[True] * len(rows),
+                                attrs={"speaker": rows, "ts": [0.0] * len(rows), "metadata": [{}] * len(rows)})
+
+
+def test_names_out_takes_the_named_speakers_out_of_both_sides_of_the_cosine():
+    # hand-made 4-d vectors: axis 0 says "Sam:", axis 1 "Ana:", axes 2-3 what a turn is about
+    lines = {"Sam:": [1.0, 0.0, 0.0, 0.0], "Ana:": [0.6, 0.8, 0.0, 0.0]}
+    asked = []
+
+    def embed(texts):
+        asked.append(list(texts))
+        return np.array([lines[t] for t in texts])
+
+    vecs = [[0.8, 0.0, 0.6, 0.0],  # Sam, a short turn: mostly the name, a little of axis 2
+            [0.6, 0.0, 0.0, 0.8],  # Sam, about axis 3
+            [0.0, 0.6, 0.0, 0.8]]  # Ana, about axis 3
+    v = _named_view(["Sam", "Sam", "Ana"], vecs)
+    q = np.array([0.6, 0.0, 0.0, 0.8])  # names Sam, asks about axis 3
+    plain = np.asarray(vecs) @ q
+    assert plain.round(2).tolist() == [0.48, 1.0, 0.64]
+    n = names_out(v, "What does Sam do on weekends?", embed)
+    assert n is not None and asked == [["Sam:"]]
+    # without axis 0: q -> axis 3; turn 0 -> axis 2 (cosine 0), turn 1 -> axis 3 (1),
+    # turn 2 unchanged (0.6 Ana + 0.8 axis 3: 0.8)
+    assert n.cosines(plain, q).round(6).tolist() == [0.0, 1.0, 0.8]
+    # two names: both axes out (Ana's line is orthogonalised against Sam's)
+    two = names_out(v, "Did Sam and Ana both go?", embed)
+    assert two is not None and two.basis.shape == (2, 4)
+    assert (two.basis @ two.basis.T).round(6).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    assert two.nodes == pytest.approx(np.asarray(vecs) @ two.basis.T)
+    assert two.cosines(plain, q).round(6).tolist() == [0.0, 1.0, 1.0]
+    # none named, roles, no embedder: nothing to take out
+    assert names_out(v, "Who went hiking?", embed) is None
+    assert names_out(_named_view(["user", "assistant"], vecs[:2]), "What did the assistant say?", embed) is None
+    assert names_out(v, "What does Sam do?", None) is None
+    # derived once per view and set of names: asked again, nothing is embedded again
+    before = len(asked)
+    assert names_out(v, "What does Sam like?", embed) is n
+    assert len(asked) == before
+
+
+def test_engine_a_named_speakers_short_turns_no_longer_match_by_the_name(memory):
+    """The demo's failure: "Yes, the place with the cardamom buns." matched "What does Sam
+    do for work?" at 0.46 by the name alone, above the answer."""
+    memory.add_turns([{"text": text, "speaker": who} for who, text in [
+        ("Riley", "Do you remember that bakery on Alder Street?"),
+        ("Sam", "Yes, the place with the cardamom buns."),
+        ("Riley", "I might go there on Saturday."),
+        ("Sam", "Yep, still a data analyst at the solar company. We're building a dashboard for panel output."),
+        ("Sam", "Sounds fun."),
+        ("Riley", "My sister adopted a parrot."),
+        ("Sam", "Ha, nice."),
+    ]])
+    ask = "What does Sam do for work?"
+    res = memory.retrieve(ask, k=7)
+    off = memory.retrieve(ask, k=7, config=SynapseConfig(speaker_free_cosine=False))
+    answer = "Yep, still a data analyst at the solar company. We're building a dashboard for panel output."
+    short = ("Yes, the place with the cardamom buns.", "Ha, nice.")
+
+    def rank_and_cosines(r):
+        eps = r.episodes()
+        cos = {it.text: it.components.similarity for it in eps}
+        return [it.text for it in eps].index(answer), cos[answer] / max(cos[t] for t in short)
+
+    (rank_on, ratio_on), (rank_off, ratio_off) = rank_and_cosines(res), rank_and_cosines(off)
+    assert rank_on < rank_off, (rank_on, rank_off)
+    assert ratio_off < 0.75 and ratio_on > 0.85, (ratio_off, ratio_on)  # the name had lifted the short turns
+    top = res.episodes()[0]
+    # the gate reads the plain cosine of the top memory either way
+    q = memory._embedder.embed_query(ask)
+    assert res.confidence == pytest.approx(float(memory._state.compiled().embeddings[
+        memory._state.compiled().index[top.id]] @ q), abs=1e-6)
 
 
 def test_first_person_weight_is_its_own_switch(memory):

@@ -233,8 +233,13 @@ def test_a_successor_is_shown_first_but_does_not_decide_the_gate(tmp_path) -> No
                                                 config=cfg.replace(version_recency=False)).items}
         assert [it.id for it in now.items][:2] == ["new", "old"]  # the successor right above
         assert off["old"].score > off["new"].score  # by its words alone it ranks below
-        # the gate judges the turn the question found, not the version lifted above it
-        assert now.confidence == pytest.approx(off["old"].components.similarity, abs=1e-6)
+        # the gate judges the turn the question found, not the version lifted above it, by
+        # its plain cosine (the ranking's leaves the name "Jon" out: speaker_free_cosine)
+        view = mem._state.compiled()
+        plain = float(view.embeddings[view.index["old"]] @ mem._embedder.embed_query(
+            "Which gym does Jon go to now?"))
+        assert now.confidence == pytest.approx(plain, abs=1e-6)
+        assert now.confidence != pytest.approx(off["old"].components.similarity, abs=1e-3)
         assert now.items[0].components.superseded > 0
 
 

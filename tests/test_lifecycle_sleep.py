@@ -122,6 +122,13 @@ def _pepper(mem) -> str:
     return next(n for n, d in _facts(mem).items() if "Pepper" in d["name"])
 
 
+def cosines_lent(mem, question: str) -> float:
+    """The long turn's plain cosine as its fact lends it (the fact's own)."""
+    view = mem._state.compiled()
+    q = mem._embedder.embed_query(question)
+    return float(view.embeddings[view.index[_pepper(mem)]] @ q)
+
+
 def test_a_fact_is_its_sources_evidence_not_an_anchor() -> None:
     """fact_role="evidence" (default): the long turn is as close to the question as its
     one matching sentence (the fact drawn from it), and the fact does not anchor;
@@ -147,7 +154,11 @@ def test_a_fact_is_its_sources_evidence_not_an_anchor() -> None:
         # on whole turns), not the one its fact lends it
         res = mem.retrieve(question, k=10)
         assert res.items[0].id == "long"
-        assert res.confidence == pytest.approx(own, abs=1e-6)
+        # (its plain cosine: the ranking's cosines leave the name "Sam" out, speaker_free_cosine)
+        view = mem._state.compiled()
+        plain = float(view.embeddings[view.index["long"]] @ mem._embedder.embed_query(question))
+        assert res.confidence == pytest.approx(plain, abs=1e-6)
+        assert plain < cosines_lent(mem, question) - 0.1
         # the ferry turn has no fact: its cosine is its own either way
         assert evidence["ferry"].components.similarity == pytest.approx(
             anchor["ferry"].components.similarity, abs=1e-6)

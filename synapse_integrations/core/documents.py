@@ -35,8 +35,8 @@ from typing import Any
 
 from .echoes import ASSISTANT_SPEAKERS, USER_SPEAKERS
 
-__all__ = ["MAX_NAME_CHARS", "ROLE_WORDS", "document", "node_document", "row_document",
-           "speaker_prefix"]
+__all__ = ["MAX_NAME_CHARS", "ROLE_WORDS", "document", "is_name", "name_line", "node_document",
+           "row_document", "speaker_prefix"]
 
 #: The longest speaker read as a name (characters).
 MAX_NAME_CHARS = 64
@@ -59,12 +59,32 @@ def speaker_prefix(speaker: str | None, text: str) -> str:
     return f"{speaker}: "
 
 
+def is_name(speaker: str | None) -> bool:
+    """Whether a document reads ``speaker`` as a name (module docstring): not empty, not a
+    role word, at most :data:`MAX_NAME_CHARS` characters.
+
+    >>> is_name("Sam"), is_name("user"), is_name(""), is_name(None)
+    (True, False, False, False)
+    """
+    name = speaker.strip() if isinstance(speaker, str) else ""
+    return bool(name) and len(name) <= MAX_NAME_CHARS and name.lower() not in ROLE_WORDS
+
+
+def name_line(speaker: str) -> str:
+    """What a document adds for ``speaker``, as the embedder reads it alone.
+
+    >>> name_line(" Sam ")
+    'Sam:'
+    """
+    return speaker_prefix(speaker.strip(), "").strip()
+
+
 def document(text: str, speaker: str | None, *, enabled: bool = True) -> str:
     """The text the embedder and BM25 read for a turn by ``speaker`` (module docstring)."""
-    name = speaker.strip() if isinstance(speaker, str) else ""
-    if not enabled or not name or len(name) > MAX_NAME_CHARS or name.lower() in ROLE_WORDS:
+    if not enabled or not is_name(speaker):
         return text
-    return speaker_prefix(name, text) + text
+    assert isinstance(speaker, str)
+    return speaker_prefix(speaker.strip(), text) + text
 
 
 def node_document(attrs: Mapping[str, Any], *, enabled: bool = True) -> str:

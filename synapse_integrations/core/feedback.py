@@ -118,7 +118,7 @@ def learn(state: MemoryState, retriever: Retriever, query: str, qv: np.ndarray,
                               else model.learnable_edges(state.compiled(), cfg).graph,
                               used, unused)
     view = state.compiled()
-    sim = cosines(view, qv, cfg)
+    sim = cosines(view, qv, cfg, retriever.names(view, query, cfg))
     run = run_pass(view, state, cfg, model, query, qv, sim, cfg.top_k)
     parents = None if run is None else run.parents
     active = np.zeros(0, dtype=np.int64) if run is None else run.cand[run.activation > 0]

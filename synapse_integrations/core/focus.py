@@ -33,6 +33,17 @@ only some questions ("two weeks ago": 17 days before; "last month": 2 days).
 The demotions multiply and are one score component, ``focus`` (<= 0), so an item's terms
 still add up.
 
+3. **Names out of the cosine** (:func:`names_out`). A turn by a named speaker is embedded
+   with the name ("Sam: Yes, the place with the cardamom buns.", :mod:`.documents`), and
+   so is a question that names them: the name alone makes every short turn of theirs
+   look like the answer (0.46 for that turn and "What does Sam do for work?", 0.17
+   without the name; 0.36 and 0.18 for "Yep, still a data analyst at the solar
+   company."). Who a question is about is the demotion's work (1.); the cosine should
+   say what it asks. So the cosines leave out the directions of the names the question
+   holds, on both sides (:func:`~synapse_integrations.core.scoring.cosine_without`; the
+   direction is the embedding of what a document adds for the speaker, "Sam:"). The
+   gate's topic check still reads the plain cosine of the top memory.
+
 >>> import numpy as np
 >>> from synapse_integrations.core.graph import Compiled
 >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3), src=[], dst=[], weight=[],
@@ -50,18 +61,22 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from .documents import is_name, name_line
 from .echoes import is_role
 from .gate import named_subjects
+from .scoring import cosine_without, without_scale
 from .tokens import FIRST_PERSON
 
-__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "asks_assistant", "date_scope", "focus", "named_dates",
-           "named_speaker", "speakers", "user_turns"]
+__all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "Names", "asks_assistant", "date_scope", "focus",
+           "named_dates", "named_speaker", "names_out", "speakers", "user_turns"]
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +125,45 @@ def named_speaker(view: Any, query: str) -> str | None:
 #: two companies you mentioned", "the phone number you provided me", "what you told me").
 _YOU_SAID = re.compile(r"\byou\s+(?:\w+ly\s+)?(?:\w+ed|said|told|gave|wrote|made|sent|showed|"
                        r"brought|came up with|found|put|taught|chose|drew|did)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Names:
+    """The names a question holds, as directions to leave out of its cosines (module
+    docstring, 3.): an orthonormal ``basis`` (one row per name), every node's vector
+    along it (``nodes``: the view's embeddings times the basis, one row per node) and
+    the nodes' :func:`~synapse_integrations.core.scoring.without_scale`."""
+
+    basis: np.ndarray
+    nodes: np.ndarray
+    scale: np.ndarray
+
+    def cosines(self, sim: np.ndarray, qv: np.ndarray) -> np.ndarray:
+        """``sim`` (every node's cosine to ``qv``) with the names left out of both sides."""
+        return cosine_without(sim, self.nodes, self.basis @ qv, self.scale)
+
+
+def _names(view: Any, lines: tuple[str, ...], embed: Callable[[Sequence[str]], np.ndarray]) -> Names:
+    vecs = np.asarray(embed(list(lines)), dtype=np.float64)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    # Gram-Schmidt in the names' own space (two names with one embedding: the first only)
+    q, r = np.linalg.qr(vecs.T)
+    keep = np.abs(np.diag(r)) > 1e-6
+    basis = q.T[keep] if keep.all() else vecs[:1]
+    nodes = view.embeddings @ basis.T.astype(np.float32)
+    return Names(basis.astype(np.float32), nodes, without_scale(nodes))
+
+
+def names_out(view: Any, query: str, embed: Callable[[Sequence[str]], np.ndarray] | None
+              ) -> Names | None:
+    """The speakers the question names that documents read as names (not roles), as
+    :class:`Names` (``embed`` embeds texts, as the memory's embedder does); None when it
+    names none. Derived once per view and set of names."""
+    named = [s for s in named_subjects(query, speakers(view)) if is_name(s)]
+    if not named or embed is None or view.n == 0:
+        return None
+    lines = tuple(name_line(s) for s in named)
+    return view.derived("focus.names:" + "\n".join(lines), lambda v: _names(v, lines, embed))
 
 
 def asks_assistant(query: str) -> bool:

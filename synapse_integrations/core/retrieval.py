@@ -172,10 +172,14 @@ def _facts(view: Compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return is_fact, view.src[drawn], view.dst[drawn]
 
 
-def cosines(view: Compiled, qv: np.ndarray, cfg: SynapseConfig) -> np.ndarray:
-    """Cosine of every node of the view to the query vector ``qv``; with ``fact_role``
+def cosines(view: Compiled, qv: np.ndarray, cfg: SynapseConfig,
+            names: focus.Names | None = None) -> np.ndarray:
+    """Cosine of every node of the view to the query vector ``qv``, without the ``names``
+    the question holds (core/focus.py: :func:`~.focus.names_out`); with ``fact_role``
     ``"evidence"`` an episode's is the best of its own and its facts' (core/sleep.py)."""
     sim = np.clip(view.embeddings @ qv, -1.0, 1.0)
+    if names is not None:
+        sim = names.cosines(sim, qv)
     if cfg.fact_role == "evidence":
         _, facts, sources = view.derived("facts", _facts)
         sim = lend_similarity(sim, facts, sources)
@@ -527,6 +531,11 @@ class Retriever:
         self.words = words  # embeds question words for the gate's presence check
         self._models: dict[str, RetrievalModel] = {}
 
+    def names(self, view: Compiled, query: str, cfg: SynapseConfig) -> focus.Names | None:
+        """The names ``query`` holds, to leave out of its cosines (``speaker_free_cosine``;
+        :func:`~synapse_integrations.core.focus.names_out`)."""
+        return focus.names_out(view, query, self.words) if cfg.speaker_free_cosine else None
+
     def model(self, name: str) -> RetrievalModel:
         """The memory's instance of the model registered as ``name``."""
         model = self._models.get(name)
@@ -547,7 +556,8 @@ class Retriever:
         # cosines of every active node: one float32 mat-vec over the in-memory copy of the
         # vectors Chroma holds. Exact (Chroma's HNSW is approximate, so its top-k could
         # differ after a reload) and cheaper than a Chroma round trip.
-        sim_all = cosines(view, qv, cfg)
+        named = self.names(view, query, cfg)
+        sim_all = cosines(view, qv, cfg, named)
         scope = Scope.build(view, kinds, flt)
         run = run_pass(view, self.state, cfg, model, query, qv, sim_all, k, scope, at)
         if run is None or run.order.size == 0:  # nothing (that the filters allow) to return
@@ -587,7 +597,7 @@ class Retriever:
                 q2 = _unit(qv + np.float32(cfg.feedback_weight) * ev)
                 names = " ".join(g.node(e)["name"] for e in found)
                 again = run_pass(view, self.state, cfg, model, f"{query} {names}", q2,
-                                 cosines(view, q2, cfg), k, scope, at,
+                                 cosines(view, q2, cfg, named), k, scope, at,
                                  asked=(query, sim_all))
                 if again is not None:
                     _explain_feedback(self.state, view, run, again, found)
@@ -616,7 +626,7 @@ class RetrievalSteps:
     def query(self, text: str, vector: np.ndarray, cfg: SynapseConfig) -> Query:
         """The triggers' stage: cosines of every node and the anchors for ``text``."""
         qv = np.asarray(vector, dtype=np.float32)
-        sim = cosines(self.view, qv, cfg)
+        sim = cosines(self.view, qv, cfg, self.retriever.names(self.view, text, cfg))
         dated = focus.date_scope(self.view, text) if cfg.date_weight < 1.0 else None
         anchors = triggers(self.view, self.state, cfg, text, sim, _anchor_scope(self.view, cfg, None),
                            dated=dated)

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from .dynamics import propagation_matrix
 
-__all__ = ["cosine_to_query", "gate", "hop_best", "hybrid_score", "singled_out",
+__all__ = ["cosine_to_query", "cosine_without", "without_scale", "gate", "hop_best", "hybrid_score", "singled_out",
            "pagerank_scores", "top_k"]
 
 logger = logging.getLogger(__name__)
@@ -244,3 +244,40 @@ def cosine_to_query(embeddings: np.ndarray, query: np.ndarray) -> np.ndarray:
             f"{emb.shape} and query {q.shape}"
         )
     return np.clip(emb @ q, -1.0, 1.0)
+
+
+def cosine_without(sim: np.ndarray, nodes: np.ndarray, query: np.ndarray,
+                   scale: np.ndarray | None = None) -> np.ndarray:
+    """Cosines of unit vectors with their components along an orthonormal basis ``B``
+    removed from both sides: ``sim`` = E q, ``nodes`` = E B^T (one row per node),
+    ``query`` = B q. For each node ``(e.q - Be.Bq) / sqrt((1 - |Bq|^2)(1 - |Be|^2))``;
+    a node (or a query) lying in the basis has no direction left, and cosine 0.
+    ``scale``, the nodes' ``1 / sqrt(1 - |Be|^2)`` (0 where none is left), may be given
+    precomputed (:func:`without_scale`).
+
+    >>> B = np.array([[0.0, 0.0, 1.0]])
+    >>> E, q = np.array([[0.0, 0.6, 0.8], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), np.array([0.6, 0.0, 0.8])
+    >>> cosine_without(E @ q, E @ B.T, B @ q).round(6).tolist()
+    [0.0, 1.0, 0.0]
+    """
+    left_q = 1.0 - float(np.dot(query, query))
+    if left_q <= 1e-12:
+        return np.zeros(np.shape(sim), dtype=np.float32)
+    if scale is None:
+        scale = without_scale(nodes)
+    out = (sim - nodes @ query) * (scale / np.float32(math.sqrt(left_q)))
+    return np.clip(out, -1.0, 1.0)
+
+
+def without_scale(nodes: np.ndarray) -> np.ndarray:
+    """``1 / sqrt(1 - |Be|^2)`` per row of ``nodes`` (= E B^T), 0 where a node lies in the
+    basis (:func:`cosine_without`).
+
+    >>> without_scale(np.array([[0.6], [1.0]])).round(4).tolist()
+    [1.25, 0.0]
+    """
+    left = 1.0 - np.einsum("ij,ij->i", nodes, nodes)
+    out = np.zeros(left.shape, dtype=np.float32)
+    ok = left > 1e-12
+    out[ok] = 1.0 / np.sqrt(left[ok])
+    return out
