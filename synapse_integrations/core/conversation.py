@@ -162,6 +162,7 @@ def lift_replies(view: Any, cand: np.ndarray, score: np.ndarray, weight: float,
         pos = np.where(source >= 0, position[np.maximum(source, 0)], -1)
         hop = np.full(replies.size, -np.inf)
         hop[pos >= 0] = score[pos[pos >= 0]]
-        best, _ = scoring.hop_best(best, hop, discount)  # one hop (two), as feedback pays
+        # one hop from the question, two from the statement: a hop pays what feedback pays
+        best, _ = scoring.hop_best(best, hop, discount)
     lift[replies] = best - score[replies]
     return score + lift, lift
