@@ -163,6 +163,13 @@ class SynapseConfig:
             candidate whenever the statement is; 0 switches it off. The default 0.64 is
             two hops at the spreading factor (statement, question, reply). See
             docs/benchmarks.md, "Follow-up questions".
+        answered_question_weight: the share of its score that a turn which only asks
+            keeps once another speaker has answered it (the turn right after it replies,
+            as for ``reply_weight``): the answer holds what was asked about, and the reply
+            inherits the question's rank. A turn that partly asks ("That looks great! Seen
+            any good movies lately?") keeps ``1 - (1 - w) x`` the share of its characters
+            in sentences that end in "?". 1 switches it off. See docs/benchmarks.md,
+            "Answered questions".
         speaker_free_cosine: when a question names speakers of the memory, its cosines
             leave their names out, on both sides (the component along the embedding of
             what a turn's document adds for the speaker, "Sam:"): the name alone made every
@@ -280,6 +287,7 @@ class SynapseConfig:
     feedback_weight: float = 0.5
     reply_weight: float = 0.8
     follow_up_weight: float = 0.64
+    answered_question_weight: float = 0.7
     speaker_free_cosine: bool = True
     named_speaker_weight: float = 0.85
     first_person_weight: float = 0.7
@@ -335,6 +343,7 @@ class SynapseConfig:
                      "distinct_similarity_ratio", "anchor_similarity_ratio", "gate_presence_min",
                      "surprisal_tau",
                      "gate_presence_similarity", "reply_weight", "follow_up_weight",
+                     "answered_question_weight",
                      "named_speaker_weight", "date_weight",
                      "first_person_weight",
                      "low_salience_weight"):

@@ -78,9 +78,11 @@ class ScoreComponents:
     # hop further from the question, scores spreading_factor x its second-pass score
     hop: float = 0.0
     # the conversation (core/conversation.py): a reply's lift from the question it answers
-    # or the statement that question followed up
-    # (>= 0), and the demotion of another speaker's turn when the question names one (<= 0)
+    # or the statement that question followed up (>= 0), or an answered question's hand-over
+    # of its place to the answer (<= 0)
     reply: float = 0.0
+    # what the question names (core/focus.py): the demotion of another speaker's turn when
+    # the question names one, and of turns outside the dates it names (<= 0)
     focus: float = 0.0
 
     def terms(self) -> dict[str, float]:

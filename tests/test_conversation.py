@@ -13,7 +13,9 @@ from synapse_integrations import SynapseConfig
 from synapse_integrations.core.conversation import (
     FOLLOW_UP_CHARS,
     REPLY_WINDOW,
+    asked_share,
     follow_ups,
+    hand_over,
     lift_replies,
     replies_to,
     with_replies,
@@ -127,7 +129,45 @@ def test_the_reply_joins_and_scores_with_the_statement_its_question_followed_up(
     assert score.tolist() == pytest.approx([0.2, 0.16])
 
 
+@pytest.mark.parametrize("text,speaker,share", [
+    ("Where do you work?", None, 1.0),
+    ("I restore violins.", None, 0.0),
+    ("Sam: Where do you work?", "Sam", 1.0),
+    ("Great news! Where is it?", None, 12 / 23),         # 11 characters tell, 12 ask
+    ("She asked \"why?\" and left.", None, 0.0),        # a quoted ? inside a sentence
+    ("Did you say \"yes?\"", None, 1.0),                # closing quote after the ?
+    ("", None, 0.0),
+])
+def test_asked_share_is_the_share_of_characters_in_question_sentences(text, speaker, share):
+    assert asked_share(text, speaker) == pytest.approx(share)
+
+
+def test_an_answered_question_hands_part_of_its_score_to_the_answer():
+    v = _view([("Ann", "Ann: Nice! Where do you work?", 0.0, None),   # e0 asks, e1 answers
+               ("Bo", "Bo: At the bakery.", 5.0, None),
+               ("Bo", "Bo: Any plans for the weekend?", 9.0, None),   # e2: no one answered
+               ("assistant", "What else can I help with?", 10.0, "assistant"),
+               ("user", "Nothing, thanks.", 11.0, "user")])           # e4 answers e3
+    cand = np.arange(5)
+    score = np.array([1.0, 0.2, 0.6, 0.5, 0.1])
+    share = len("Where do you work?") / (len("Nice!") + len("Where do you work?"))
+    out, change = hand_over(v, cand, score, 0.7)
+    assert change.tolist() == pytest.approx([-0.3 * share, 0.0, 0.0, -0.15, 0.0])
+    assert out.tolist() == pytest.approx((score + change).tolist())
+    # weight 1 (the paper's preset): nothing changes; only candidates are touched
+    assert hand_over(v, cand, score, 1.0)[1].tolist() == [0.0] * 5
+    sub = np.array([1, 2])
+    assert hand_over(v, sub, score[sub], 0.7)[1].tolist() == [0.0, 0.0]
+    # the reply inherits the question's score as found, before the hand-over
+    lifted, lift = lift_replies(v, cand, score, 0.8)
+    assert lifted[1] == pytest.approx(0.8)
+    handed, _ = hand_over(v, cand, lifted, 0.7)
+    assert handed[1] > handed[0]
+
+
 @pytest.mark.parametrize("field,value", [("reply_weight", -0.1), ("reply_weight", 1.5),
+                                         ("answered_question_weight", -0.2),
+                                         ("answered_question_weight", 1.2),
                                          ("follow_up_weight", -0.5), ("follow_up_weight", 1.1),
                                          ("named_speaker_weight", 2.0), ("date_weight", -1.0),
                                          ("first_person_weight", 1.01)])
@@ -171,8 +211,10 @@ def test_engine_ranks_the_answer_with_its_question(memory):
     asked = next(it for it in res.items if it.id == question)
     terms = item.components.terms()
     assert terms["reply"] > 0  # lifted: 0.8 x its question's score (before the focus on Dana)
-    assert item.score == pytest.approx(memory.config.reply_weight
-                                       * (asked.score - asked.components.focus))
+    # the question's score as found: before its own hand-over to this answer and the focus
+    found = asked.score - asked.components.focus - asked.components.reply
+    assert asked.components.reply < 0  # answered: it hands part of its place over
+    assert item.score == pytest.approx(memory.config.reply_weight * found)
     assert sum(terms.values()) == pytest.approx(item.score)
     # the question names Dana: Sam's turns are demoted, Dana's are not
     for it in res.episodes():
@@ -212,3 +254,29 @@ def test_engine_ranks_the_answer_to_a_follow_up_with_the_statement_it_continues(
     assert said.components.focus == 0.0 and item.components.terms()["reply"] > 0
     assert item.score == pytest.approx(memory.config.follow_up_weight * said.score)
     assert sum(item.components.terms().values()) == pytest.approx(item.score)
+
+
+COMET_TURNS = [
+    ("Ann", "Did you see the comet last night?"),
+    ("Bo", "Yes! It was bright green, right over the lake."),
+    ("Ann", "I repainted the kitchen cabinets on Saturday."),
+    ("Bo", "My sister starts her new job at the library next week."),
+    ("Ann", "The bakery on Elm Street closed for good."),
+    ("Bo", "I have been practising the guitar every evening."),
+]
+
+
+def test_engine_ranks_the_answer_above_the_question_it_answers(memory):
+    memory.add_turns([{"text": text, "speaker": who, "timestamp": T0 + timedelta(seconds=i)}
+                      for i, (who, text) in enumerate(COMET_TURNS)])
+    ids = {d["text"]: n for n, d in memory.graph.nodes(data=True) if d["kind"] == "episode"}
+    question, answer = ids[COMET_TURNS[0][1]], ids[COMET_TURNS[1][1]]
+    ask = "Did anyone see the comet?"
+    ranked = lambda res: [it.id for it in res.episodes()]  # noqa: E731
+    off = memory.config.replace(answered_question_weight=1.0)
+    assert ranked(memory.retrieve(ask, k=6, config=off))[:2] == [question, answer]
+    res = memory.retrieve(ask, k=6)
+    assert ranked(res)[:2] == [answer, question]
+    asked = next(it for it in res.items if it.id == question)
+    assert asked.components.reply == pytest.approx(-0.3 * (asked.score - asked.components.reply))
+    assert sum(asked.components.terms().values()) == pytest.approx(asked.score)

@@ -126,7 +126,8 @@ class Pass:
     superseded: np.ndarray  # version ranking (core/reconsolidation.py): older below newer
     salience: np.ndarray  # the low-salience demotion (core/surprisal.py; 0, or negative)
     reply: np.ndarray  # a reply's lift from its question or the statement that question
-    #                    followed up (core/conversation.py; 0, or positive)
+    #                    followed up (positive), an answered question's hand-over
+    #                    (negative): core/conversation.py
     focus: np.ndarray  # outside what the question names (core/focus.py; 0, or negative)
     parents: np.ndarray | None
     dense_rank: dict[str, int]
@@ -300,9 +301,12 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
                             names=focus.speakers(view))
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
-    # the conversation: a reply scores with its question and what the question followed up
+    # the conversation: a reply scores with its question and what the question followed
+    # up; then an answered question hands its place to the answer
     score, reply = conversation.lift_replies(view, cand, score, cfg.reply_weight,
                                              cfg.follow_up_weight)
+    score, handed = conversation.hand_over(view, cand, score, cfg.answered_question_weight)
+    reply = reply + handed
     # what the question names (a speaker, dates): the memories outside it demoted
     score, focused = focus.focus(view, cand, score, asked, speaker_weight=cfg.named_speaker_weight,
                                  role_weight=cfg.first_person_weight,
