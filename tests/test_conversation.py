@@ -280,3 +280,6 @@ def test_engine_ranks_the_answer_above_the_question_it_answers(memory):
     asked = next(it for it in res.items if it.id == question)
     assert asked.components.reply == pytest.approx(-0.3 * (asked.score - asked.components.reply))
     assert sum(asked.components.terms().values()) == pytest.approx(asked.score)
+    # the gate reads the memory its own relevance placed first: the question, as before
+    assert res.confidence == pytest.approx(memory.retrieve(ask, k=6, config=off).confidence)
+    assert res.confidence == pytest.approx(asked.components.similarity)

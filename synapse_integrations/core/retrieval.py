@@ -573,9 +573,12 @@ class Retriever:
         # the gate judges the top memory returned for the question as asked (the feedback
         # pass only re-ranks), of those its relevance placed: a version lifted above the
         # turn it updates (core/reconsolidation.py) stands in for that turn, and need not
-        # be about the question's words ("I cancelled IronWorks" for "Which gym ...?")
+        # be about the question's words ("I cancelled IronWorks" for "Which gym ...?");
+        # and the conversation's hand-overs aside (a reply lifted by its question, an
+        # answered question below its answer: core/conversation.py), by its own score
         placed = run.order[run.superseded[run.order] <= 1e-9]  # lifts are >= VERSION_MARGIN
-        top = placed[0] if placed.size else run.order[0]
+        own = run.score[placed] - run.reply[placed]
+        top = placed[int(np.argmax(own))] if placed.size else run.order[0]
         if cfg.gate_signal == "score":
             confidence = float(run.score[top])
         elif cfg.gate_signal == "similarity" or not cfg.use_activation:
