@@ -34,7 +34,8 @@ one answered, or one the assistant answered, keeps its score: it may be all that
 holds of what the user asked (LongMemEval's user turns).
 
 The lift (>= 0) and the hand-over (<= 0) are reported as the ``reply`` score component,
-so an item's terms still add up to its score. (What a question names, a speaker or a date, is :mod:`.focus`.)
+so an item's terms still add up to its score. (What a question names, a speaker or a
+date, is :mod:`.focus`.)
 
 >>> import numpy as np
 >>> from synapse_integrations.core.graph import Compiled
@@ -60,9 +61,8 @@ so an item's terms still add up to its score. (What a question names, a speaker 
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import numpy as np
 
