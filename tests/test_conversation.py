@@ -191,21 +191,27 @@ TURNS = [
 ]
 
 
-def _fill(memory):
-    memory.add_turns([{"text": f"{who}: {text}", "speaker": who, "timestamp": T0 + timedelta(seconds=i)}
-                      for i, (who, text) in enumerate(TURNS)])
-    return {d["text"].split(": ", 1)[1]: n for n, d in memory.graph.nodes(data=True) if d["kind"] == "episode"}
+def _store(memory, turns, prefixed=False):
+    """Store ``(speaker, text)`` turns a second apart (as ``"<speaker>: <text>"`` when
+    ``prefixed``); returns their ids by text."""
+    memory.add_turns([{"text": f"{who}: {text}" if prefixed else text, "speaker": who,
+                       "timestamp": T0 + timedelta(seconds=i)} for i, (who, text) in enumerate(turns)])
+    return {d["text"].split(": ", 1)[1] if prefixed else d["text"]: n
+            for n, d in memory.graph.nodes(data=True) if d["kind"] == "episode"}
+
+
+def _ranked(res):
+    return [it.id for it in res.episodes()]
 
 
 def test_engine_ranks_the_answer_with_its_question(memory):
-    ids = _fill(memory)
+    ids = _store(memory, TURNS, prefixed=True)
     answer, question = ids[TURNS[1][1]], ids[TURNS[0][1]]
     off = SynapseConfig(reply_weight=0.0, named_speaker_weight=1.0)
     ask = "What does Dana do for work?"
-    ranked = lambda res: [it.id for it in res.episodes()]  # noqa: E731
-    before = ranked(memory.retrieve(ask, k=8, config=off))
+    before = _ranked(memory.retrieve(ask, k=8, config=off))
     res = memory.retrieve(ask, k=8)
-    after = ranked(res)
+    after = _ranked(res)
     assert after.index(answer) < before.index(answer), (before, after)
     item = next(it for it in res.items if it.id == answer)
     asked = next(it for it in res.items if it.id == question)
@@ -237,15 +243,12 @@ FOLLOW_UP_TURNS = [
 
 
 def test_engine_ranks_the_answer_to_a_follow_up_with_the_statement_it_continues(memory):
-    memory.add_turns([{"text": text, "speaker": who, "timestamp": T0 + timedelta(seconds=i)}
-                      for i, (who, text) in enumerate(FOLLOW_UP_TURNS)])
-    ids = {d["text"]: n for n, d in memory.graph.nodes(data=True) if d["kind"] == "episode"}
+    ids = _store(memory, FOLLOW_UP_TURNS)
     statement, answer = ids[FOLLOW_UP_TURNS[0][1]], ids[FOLLOW_UP_TURNS[2][1]]
     ask = "How did John's kids feel at the military memorial?"
     off = memory.config.replace(follow_up_weight=0.0)
-    ranked = lambda res: [it.id for it in res.episodes()]  # noqa: E731
-    before, res = ranked(memory.retrieve(ask, k=10, config=off)), memory.retrieve(ask, k=10)
-    after = ranked(res)
+    before, res = _ranked(memory.retrieve(ask, k=10, config=off)), memory.retrieve(ask, k=10)
+    after = _ranked(res)
     assert after.index(answer) < before.index(answer), (before, after)
     assert after.index(answer) <= 2, after
     item = next(it for it in res.items if it.id == answer)
@@ -267,16 +270,13 @@ COMET_TURNS = [
 
 
 def test_engine_ranks_the_answer_above_the_question_it_answers(memory):
-    memory.add_turns([{"text": text, "speaker": who, "timestamp": T0 + timedelta(seconds=i)}
-                      for i, (who, text) in enumerate(COMET_TURNS)])
-    ids = {d["text"]: n for n, d in memory.graph.nodes(data=True) if d["kind"] == "episode"}
+    ids = _store(memory, COMET_TURNS)
     question, answer = ids[COMET_TURNS[0][1]], ids[COMET_TURNS[1][1]]
     ask = "Did anyone see the comet?"
-    ranked = lambda res: [it.id for it in res.episodes()]  # noqa: E731
     off = memory.config.replace(answered_question_weight=1.0)
-    assert ranked(memory.retrieve(ask, k=6, config=off))[:2] == [question, answer]
+    assert _ranked(memory.retrieve(ask, k=6, config=off))[:2] == [question, answer]
     res = memory.retrieve(ask, k=6)
-    assert ranked(res)[:2] == [answer, question]
+    assert _ranked(res)[:2] == [answer, question]
     asked = next(it for it in res.items if it.id == question)
     assert asked.components.reply == pytest.approx(-0.3 * (asked.score - asked.components.reply))
     assert sum(asked.components.terms().values()) == pytest.approx(asked.score)
