@@ -202,7 +202,8 @@ class SynapseConfig:
             0.01 rejects only when none of them is held in any inflection (docs/gate.md).
         gate_presence_similarity: for presence, a turn also holds a question word when a
             concept linked to it has at least this cosine with the word's embedding ("dog"
-            and a "puppy" concept: 0.80; "dog" and "painting": 0.31); 1 matches words only.
+            and a "puppy" concept: 0.80; "dog" and "painting": 0.31; "physio" and
+            "physiotherapist": 0.50); 1 matches words only.
         gate_first_person: the speaker a question in the first person ("my", "I") and
             naming no speaker is about, for attribution and presence (e.g. ``"user"`` in a
             chat memory whose turns have speakers ``user``/``assistant``); ``""`` (default)
@@ -296,7 +297,7 @@ class SynapseConfig:
     gate_tau: float = 0.25
     gate_attribution_margin: float = 0.05
     gate_presence_min: float = 0.01
-    gate_presence_similarity: float = 0.55
+    gate_presence_similarity: float = 0.5
     gate_first_person: str = ""
 
     # --- lifecycle (mnemos): reconsolidation, surprisal gate, sleep consolidation

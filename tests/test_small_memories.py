@@ -95,3 +95,21 @@ def test_presence_reads_the_words_of_the_evidence_found(tmp_path, embedder, monk
         assert refused.rejected and refused.verdict.check == "presence"
     finally:
         mem.close()
+
+
+def test_presence_by_meaning_accepts_a_paraphrase_just_under_the_old_threshold(tmp_path, embedder):
+    """"role" and "promoted" are 0.54 apart in MiniLM: refused at the former 0.55, accepted
+    at the default 0.5, while a never-said detail about the same person stays refused
+    (docs/benchmarks.md, "Small memories")."""
+    mem, ids = _memory(tmp_path, embedder, ANA_AND_BEN)
+    try:
+        mem.consolidate()
+        q = "What is Ana's new role?"
+        res = mem.retrieve(q, k=3)
+        assert not res.rejected and ids[0] in [it.id for it in res.items], res.reason
+        strict = mem.retrieve(q, k=3, config=mem.config.replace(gate_presence_similarity=0.55))
+        assert strict.rejected and strict.verdict.check == "presence", strict.reason
+        for never in ("What instrument does Ana play?", "Which car does Ana drive?"):
+            assert mem.retrieve(never, k=3).rejected, never
+    finally:
+        mem.close()
