@@ -124,6 +124,56 @@ def test_presence_matches_paraphrases_by_meaning(embedder):
         assert r.rejected and r.verdict.check == "presence" and "'dog'" in r.reason
 
 
+JOANNA = [("Joanna", "My favourite type of movie is a slow thriller."),
+          ("Nate", "Nice, I like that type too."),
+          ("Joanna", "What type of screenplay should I write next?"),
+          ("Nate", "Maybe a comedy type of story."),
+          ("Joanna", "I think the drama type suits me best."),
+          ("Nate", "That type of script sells well."),
+          ("Joanna", "I squeezed a jug of fresh orange juice this morning."),
+          ("Nate", "Fresh juice, nice start to the day!"),
+          ("Joanna", "Any type of feedback on my draft helps."),
+          ("Joanna", "My cousin prefers a different type of film."),
+          ("Joanna", "This type of weather makes me want to write."),
+          ("Joanna", "I need a new type of notebook for ideas."),
+          ("Joanna", "Nate, which type of ending do you like?")]
+
+
+def test_presence_by_meaning_reads_only_the_evidence_found(embedder, monkeypatch):
+    """"blood" is 0.55 from "juice" in MiniLM: a chance neighbour. Read through the
+    concepts of every turn about Joanna, the orange-juice turn would hold the never-said
+    "blood type"; presence by meaning reads only the first ``EVIDENCE_TURNS`` memories the
+    retrieval placed (here the turns sharing "type"), so the question is refused."""
+    with Synapse(None, namespace="blood", embedder=embedder) as m:
+        ids = m.add_turns([{"text": f"{s}: {t}", "speaker": s} for s, t in JOANNA])
+        m.consolidate()
+        q = "What is Joanna's blood type?"
+        r = m.retrieve(q, k=10)
+        assert ids[6] not in [it.id for it in r.items[:G.EVIDENCE_TURNS]]
+        assert r.rejected and r.verdict.check == "presence" and "'blood'" in r.reason, r.reason
+        monkeypatch.setattr(G, "EVIDENCE_TURNS", len(JOANNA))  # every turn read by meaning
+        assert not m.retrieve(q, k=10).rejected
+
+
+def test_a_date_in_the_question_is_no_word_presence_looks_for(embedder):
+    """"on 25 May, 2022" is when, matched against the turns' times (core/focus.py): its
+    words are no attribute terms, so a question that asks only what happened that day is
+    not refused because no turn writes the date out."""
+    assert G.attribute_terms("What did Nate do for Joanna on 25 May, 2022?", ["Joanna", "Nate"]) == []
+    assert G.attribute_terms("What did Nate bake in May 2022?", ["Nate"]) == ["bake"]
+    may25 = 1653480000  # 2022-05-25 12:00 UTC
+    with Synapse(None, namespace="dated", embedder=embedder) as m:
+        m.add_turns([{"text": "Nate: I baked a chocolate cake for your birthday, Joanna!",
+                      "speaker": "Nate", "timestamp": may25},
+                     {"text": "Joanna: Thank you, it was delicious!", "speaker": "Joanna",
+                      "timestamp": may25 + 60},
+                     {"text": "Nate: My turtles are sleeping all day.", "speaker": "Nate",
+                      "timestamp": may25 + 86400 * 40}])
+        r = m.retrieve("What did Nate do for Joanna on 25 May, 2022?", k=3)
+        assert not r.rejected, r.reason
+        assert "presence" not in r.verdict.signals
+
+
 def test_first_person_questions_can_name_the_user(embedder):
     """gate_first_person: "my"/"I" questions are about that speaker (off by default)."""
     with Synapse(None, namespace="fp", embedder=embedder) as m:

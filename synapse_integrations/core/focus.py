@@ -73,7 +73,7 @@ from .documents import is_name, name_line
 from .echoes import is_role
 from .gate import named_subjects
 from .scoring import cosine_without, without_scale
-from .tokens import FIRST_PERSON
+from .tokens import FIRST_PERSON, MONTH, NUMERIC_DATE, YEAR
 
 __all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "Names", "asks_assistant", "date_scope", "focus",
            "named_dates", "named_speaker", "names_out", "speakers", "user_turns"]
@@ -88,9 +88,7 @@ DATE_QUERY_CHARS = 400
 _DIGIT = re.compile(r"\d")
 #: What makes a found expression a date: a month's name, a year, or a numeric date. A bare
 #: ordinal ("the 27th parameter", "my 5th issue") or number is not one.
-_DATE_LIKE = re.compile(r"\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|"
-                        r"sep(t(ember)?)?|oct(ober)?|nov(ember)?|dec(ember)?)\b|\b(19|20)\d\d\b|"
-                        r"\b\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}\b", re.I)
+_DATE_LIKE = re.compile(rf"\b{MONTH}\b|\b{YEAR}\b|\b{NUMERIC_DATE}\b", re.I)
 _PERIODS = {"day": "day", "week": "day", "month": "month", "year": "year"}
 #: dateparser's search keeps state in shared objects: one question at a time (engines of
 #: several namespaces may retrieve at once).

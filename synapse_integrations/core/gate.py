@@ -18,10 +18,11 @@ about Sam but never about a dog). Two offline checks read the evidence for that:
 * ``presence``: the named speaker's (or, with no one named, any) turn must cover at least
   ``gate_presence_min`` of the attribute terms' IDF weight (words memory never saw weigh
   as much as the rarest word). A turn covers a term when it holds it in some inflection,
-  or when a concept linked to it is within cosine ``gate_presence_similarity`` of the
-  term's own embedding ("dog" is held by a turn that mentions a "puppy",
-  :func:`semantic_cover`): a question whose specific words no turn about the person holds,
-  in words or in meaning, is about something never said.
+  or, for the few memories the retrieval placed first, when a concept linked to it or
+  one of its own words is within cosine ``gate_presence_similarity`` of the term's own
+  embedding ("dog" is held by a turn that mentions a "puppy", :func:`semantic_cover`): a
+  question whose specific words no turn about the person holds, in words or in meaning,
+  is about something never said.
 
 Each check is a pure function of arrays here; :func:`decide` combines them in the order
 topic -> attribution -> presence and says which check failed, on which evidence. The
@@ -46,7 +47,7 @@ import scipy.sparse as sp
 
 from ..types import GateVerdict
 from . import scoring
-from .tokens import FIRST_PERSON, tokenize
+from .tokens import FIRST_PERSON, tokenize, without_dates
 
 if TYPE_CHECKING:
     from ..config import SynapseConfig
@@ -60,8 +61,8 @@ __all__ = ["EVIDENCE_TURNS", "FRAME_WORDS", "attribute_terms", "attribution_gap"
 #: embeds words (one unit row each), e.g. the engine's cached concept-name embedder
 WordVectors = Callable[[Sequence[str]], np.ndarray]
 
-#: How many of the memories the retrieval placed first lend their own words to presence by
-#: meaning (besides the concepts linked to every turn about the person).
+#: How many of the memories the retrieval placed first presence reads by meaning (their
+#: linked concepts and their own words).
 EVIDENCE_TURNS = 5
 
 #: Words that frame a question rather than name what it asks about ("What *kind* of ...",
@@ -95,13 +96,17 @@ def named_subjects(question: str, speakers: Sequence[str]) -> list[str]:
 
 def attribute_terms(question: str, names: Sequence[str]) -> list[str]:
     """The question's content tokens (:func:`~synapse_integrations.core.tokens.tokenize`)
-    without the tokens of ``names`` and :data:`FRAME_WORDS`, in order, once each.
+    without the tokens of ``names``, :data:`FRAME_WORDS` and its dates (a date is the
+    memories' time, not their words: :func:`~synapse_integrations.core.tokens.without_dates`),
+    in order, once each.
 
     >>> attribute_terms("What is the name of Sam's dog?", ["Sam"])
     ['dog']
+    >>> attribute_terms("What did Nate do for Joanna on 25 May, 2022?", ["Joanna", "Nate"])
+    []
     """
     skip = {t for n in names for t in _name_tokens(n)} | FRAME_WORDS
-    return list(dict.fromkeys(t for t in tokenize(question) if t not in skip))
+    return list(dict.fromkeys(t for t in tokenize(without_dates(question)) if t not in skip))
 
 
 def inflections(term: str) -> list[str]:
@@ -272,7 +277,7 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
     ``cfg.use_evidence_gate``) the attribution and presence checks over the ``eligible``
     episodes of ``view`` (those the query's filters allow). ``words`` embeds question
     words for presence's matches by meaning (None: words only); ``found``: the positions
-    of the memories the retrieval placed first, whose own words presence also reads."""
+    of the memories the retrieval placed first, the ones presence reads by meaning."""
     topic_ok = not scoring.gate(confidence, tau=cfg.gate_tau)
     attribution = present = None
     if topic_ok and cfg.use_evidence_gate:
@@ -333,14 +338,16 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
     """Presence's share and turn: each term weighs its IDF over the ``eligible`` turns (a
     term none holds: the IDF of a word held by none); a turn covers it by an inflection
     it holds, else (with ``words``, when the words alone leave the share below
-    ``gate_presence_min``) by a linked concept close in meaning, or, for a turn not
-    consolidated yet or one of the first :data:`EVIDENCE_TURNS` of ``found`` (the
-    evidence the retrieval placed first), by one of its own words close in meaning
-    (concepts are names and phrases: "trip" in "I'm saving up for a trip to Iceland" is
-    none, and "Where does Ben want to travel?" was refused for it). Every turn's words
-    would let a conversation of hundreds of turns match any word by chance (never-said
-    probes 17 -> 13 of 25 rejected); the found turns' words, 17 -> 16. ``allowed`` are the
-    turns that may count, ``widen()`` those that may count by meaning."""
+    ``gate_presence_min``) by meaning: one of the first :data:`EVIDENCE_TURNS` of
+    ``found`` (the evidence the retrieval placed first) covers it by a linked concept or
+    one of its own words close in meaning (concepts are names and phrases: "trip" in
+    "I'm saving up for a trip to Iceland" is none, and "Where does Ben want to travel?"
+    was refused for it). Only those few turns: the more words a term is compared with,
+    the closer the best of them by chance (docs/gate.md), and every concept or word of
+    every turn about a person of a long conversation let never-said details pass (probes
+    19 -> 16 of 25 rejected with every turn's concepts, 17 -> 13 with every turn's
+    words). ``allowed`` are the turns that may count, ``widen()`` those that may count
+    by meaning."""
     weights = np.full(len(terms), math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5))
     covered = np.zeros((view.n, len(terms)), dtype=bool)
     for j, term in enumerate(terms):
@@ -353,11 +360,12 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
     if share < cfg.gate_presence_min and words is not None and cfg.gate_presence_similarity < 1.0:
         allowed = widen()  # the turns that may match by meaning (not only those with words)
         concepts, links = concept_links(view)
-        # a turn not consolidated yet links no concept: its own words stand in for them;
-        # the evidence the retrieval placed first is read by its own words too
-        lends = np.diff(links.indptr) == 0
-        lends[np.asarray(found, dtype=np.int64)[:EVIDENCE_TURNS]] = True
-        bare = np.flatnonzero(allowed & eligible & lends).tolist()
+        # the evidence the retrieval placed first, read through its concepts and its own
+        # words (a turn not consolidated yet links no concept)
+        read = np.zeros(view.n, dtype=bool)
+        read[np.asarray(found, dtype=np.int64)[:EVIDENCE_TURNS]] = True
+        read &= eligible
+        bare = np.flatnonzero(allowed & read).tolist()
         tokens = view.derived("gate.tokens", lambda _: {})
         texts = view.node_values("text", "") if bare else []
         for i in bare:
@@ -367,13 +375,13 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
         vecs = np.asarray(words(terms + vocab), dtype=np.float32)
         vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         thr = cfg.gate_presence_similarity
-        covered |= semantic_cover(vecs[:len(terms)], concepts, links, thr) & eligible[:, None]
+        covered |= semantic_cover(vecs[:len(terms)], concepts, links, thr) & read[:, None]
         if vocab:
             col = {t: k for k, t in enumerate(vocab)}
             pairs = [(i, col[t]) for i in bare for t in tokens[i]]
             own = sp.csr_array((np.ones(len(pairs)), tuple(np.array(pairs).T)),
                                shape=(view.n, len(vocab)))
-            covered |= semantic_cover(vecs[:len(terms)], vecs[len(terms):], own, thr) & eligible[:, None]
+            covered |= semantic_cover(vecs[:len(terms)], vecs[len(terms):], own, thr) & read[:, None]
         share, at = term_presence(covered, weights, allowed)
     return share, at
 

@@ -14,7 +14,8 @@ from functools import lru_cache
 import Stemmer
 from lemminflect import getAllLemmas
 
-__all__ = ["FIRST_PERSON", "STOPWORDS", "stem", "terms", "tokenize"]
+__all__ = ["DATE_EXPRESSION", "FIRST_PERSON", "MONTH", "NUMERIC_DATE", "STOPWORDS", "YEAR",
+           "stem", "terms", "tokenize", "without_dates"]
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 #: A text in the first person (a question about the one asking it, a turn about its speaker).
@@ -35,6 +36,33 @@ whom why will with would you your yours yourself yourselves about above after ag
 all am any because before below between both during each few further more most s t ll re ve
 d m o y don isn wasn weren won aren didn doesn hasn haven
 """.split())
+
+
+#: A month's name or its abbreviation (a pattern, case-insensitive).
+MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+         r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+#: A year of the last two centuries and a numeric date ("2023-12-08", "8/12/2023").
+YEAR = r"(?:19|20)\d\d"
+NUMERIC_DATE = r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}"
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+#: A date as a question writes it: a day and a month ("25 May, 2022", "8th of December",
+#: "December 8, 2023"), a month and a year ("May 2022"), a year or a numeric date. A
+#: month's name alone is no date ("May I ask ...", "the March for Science").
+DATE_EXPRESSION = re.compile(
+    rf"\b{_DAY}\s+(?:of\s+)?{MONTH}\b\.?(?:,?\s+{YEAR}\b)?|\b{MONTH}\.?\s+{_DAY}\b(?:,?\s+{YEAR}\b)?|"
+    rf"\b{MONTH}\.?,?\s+{YEAR}\b|\b{NUMERIC_DATE}\b|\b{YEAR}\b", re.I)
+
+
+def without_dates(text: str) -> str:
+    """``text`` with its date expressions (:data:`DATE_EXPRESSION`) blanked: a date is
+    matched against the memories' times (core/focus.py), not against their words.
+
+    >>> without_dates("What did Nate do for Joanna on 25 May, 2022?")
+    'What did Nate do for Joanna on  ?'
+    >>> without_dates("May I ask what Sam did in March 2023 and on 2023-04-01?")
+    'May I ask what Sam did in   and on  ?'
+    """
+    return DATE_EXPRESSION.sub(" ", text)
 
 
 def tokenize(text: str) -> list[str]:
