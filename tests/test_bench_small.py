@@ -78,3 +78,30 @@ def test_run_small_and_the_cli(tmp_path, embedder, capsys):
                  "--out", str(out), "--no-progress"]) == 0
     assert json.loads(out.read_text())["methods"]["synapse"]["all"]["answerable"] == 2
     assert "held-out" in capsys.readouterr().out
+
+
+def test_turns_are_a_chat_apart_so_an_answer_is_a_reply(tmp_path, embedder, monkeypatch):
+    """The bench stores turns a minute apart, as the adapters stamp them when they arrive:
+    the user's "Scandinavian, lots of light wood." then replies to the assistant's question
+    (core/conversation.py) and ranks above it. An hour apart, it was no reply."""
+    from synapse_integrations.bench import small
+    from synapse_integrations.core.conversation import REPLY_WINDOW
+
+    assert small.TURN_GAP_S < REPLY_WINDOW
+    data = {"format": "synapse-small-memories", "version": 1, "memories": [
+        {"id": "kitchen", "split": "held-out", "turns": [
+            {"speaker": "user", "text": "We're renovating the kitchen; the contractor starts Monday."},
+            {"speaker": "assistant", "text": "Exciting! What style are you going for?"},
+            {"speaker": "user", "text": "Scandinavian, lots of light wood."},
+            {"speaker": "user", "text": "My husband Leo works night shifts at the airport."}],
+         "questions": [{"question": "What design style did I choose?", "answer_turn": 2}]}]}
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(data))
+
+    def first():
+        res = run_small(data=path, methods=["synapse"], embedder=embedder, keep_records=True)
+        return res["records"]["synapse"][0].ranked[0]
+
+    assert first() == "kitchen:2"
+    monkeypatch.setattr(small, "TURN_GAP_S", 3600)
+    assert first() == "kitchen:1"

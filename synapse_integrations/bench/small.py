@@ -11,7 +11,8 @@ The file (the contract): ``{"format": "synapse-small-memories", "version": 1,
 "memories": [memory, ...]}``; a memory is ``{"id", "split" ("tuned" or "held-out"),
 "turns": [{"speaker", "text"}, ...], "questions": [{"question", "answer_turn"}, ...]}``,
 ``answer_turn`` the index of the turn that answers (``null``: never said). Turns are
-stored one hour apart, as the adapters store them (the bare text, the speaker a field).
+stored a minute apart (:data:`TURN_GAP_S`), as the adapters store them (the bare text, the
+speaker a field).
 
 Metrics per method and split, over the answerable questions: ``top1`` (the answer turn
 ranked first), ``top3``; for engine methods also ``refused`` (answerable questions the gate
@@ -35,6 +36,10 @@ __all__ = ["SMALL_FILE", "SMALL_METHODS", "load_small", "run_small", "score_smal
 SMALL_FILE = "small_memories_v1.json"
 SMALL_METHODS: tuple[str, ...] = ("dense", "bm25", "fusion", "ppr", "synapse")
 _T0 = 1_700_000_000
+#: Seconds between two turns of a small memory: a chat's pace (the adapters stamp a turn
+#: when it arrives), so an answer is a reply to the question before it
+#: (core/conversation.py, ``REPLY_WINDOW``). An hour until 2026-11-27.
+TURN_GAP_S = 60
 _SPLITS = ("tuned", "held-out")
 
 
@@ -81,8 +86,9 @@ def _memories(data: Mapping[str, Any]) -> list[Any]:
     out = []
     for m in data["memories"]:
         ids = [f"{m['id']}:{i}" for i in range(len(m["turns"]))]
-        turns = tuple({"text": t["text"], "speaker": t["speaker"], "timestamp": _T0 + 3600 * i,
-                       "id": ids[i]} for i, t in enumerate(m["turns"]))
+        turns = tuple({"text": t["text"], "speaker": t["speaker"],
+                       "timestamp": _T0 + TURN_GAP_S * i, "id": ids[i]}
+                      for i, t in enumerate(m["turns"]))
         questions = tuple(
             BenchQuestion(f"{m['id']}/{j}", q["question"],
                           "never_said" if q["answer_turn"] is None else "answerable",
