@@ -359,29 +359,32 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
     # most questions never pay for embedding their words
     if share < cfg.gate_presence_min and words is not None and cfg.gate_presence_similarity < 1.0:
         allowed = widen()  # the turns that may match by meaning (not only those with words)
-        concepts, links = concept_links(view)
         # the evidence the retrieval placed first, read through its concepts and its own
         # words (a turn not consolidated yet links no concept)
         read = np.zeros(view.n, dtype=bool)
         read[np.asarray(found, dtype=np.int64)[:EVIDENCE_TURNS]] = True
-        read &= eligible
-        bare = np.flatnonzero(allowed & read).tolist()
-        tokens = view.derived("gate.tokens", lambda _: {})
-        texts = view.node_values("text", "") if bare else []
-        for i in bare:
-            if i not in tokens:
-                tokens[i] = list(dict.fromkeys(tokenize(texts[i])))
-        vocab = list(dict.fromkeys(t for i in bare for t in tokens[i]))
-        vecs = np.asarray(words(terms + vocab), dtype=np.float32)
-        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-        thr = cfg.gate_presence_similarity
-        covered |= semantic_cover(vecs[:len(terms)], concepts, links, thr) & read[:, None]
-        if vocab:
-            col = {t: k for k, t in enumerate(vocab)}
-            pairs = [(i, col[t]) for i in bare for t in tokens[i]]
-            own = sp.csr_array((np.ones(len(pairs)), tuple(np.array(pairs).T)),
-                               shape=(view.n, len(vocab)))
-            covered |= semantic_cover(vecs[:len(terms)], vecs[len(terms):], own, thr) & read[:, None]
+        rows = np.flatnonzero(allowed & eligible & read)
+        if rows.size:
+            tokens = view.derived("gate.tokens", lambda _: {})
+            texts = view.node_values("text", "")
+            for i in rows.tolist():
+                if i not in tokens:
+                    tokens[i] = list(dict.fromkeys(tokenize(texts[i])))
+            vocab = list(dict.fromkeys(t for i in rows.tolist() for t in tokens[i]))
+            vecs = np.asarray(words(terms + vocab), dtype=np.float32)
+            vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+            thr = cfg.gate_presence_similarity
+            concepts, links = concept_links(view)
+            sub = links[rows]  # only the concepts these turns link: a few dozen
+            linked = np.unique(sub.indices)
+            covered[rows] |= semantic_cover(vecs[:len(terms)], concepts[linked],
+                                            sp.csr_array(sub[:, linked]), thr)
+            if vocab:
+                col = {t: k for k, t in enumerate(vocab)}
+                pairs = [(r, col[t]) for r, i in enumerate(rows.tolist()) for t in tokens[i]]
+                own = sp.csr_array((np.ones(len(pairs)), tuple(np.array(pairs).T)),
+                                   shape=(rows.size, len(vocab)))
+                covered[rows] |= semantic_cover(vecs[:len(terms)], vecs[len(terms):], own, thr)
         share, at = term_presence(covered, weights, allowed)
     return share, at
 
