@@ -179,7 +179,7 @@ async def test_memory_block_per_user_routing_and_roles(tmp_path, embedder):
     session_block = SynapseMemoryBlock(engine=pool, roles=("user",))
     memory = SynapseChatMemory.from_defaults(session_id="s9", memory_blocks=[session_block])
     chat = SimpleChatEngine.from_defaults(llm=ScriptedLLM(replies=["Noted."], prompts=[]), memory=memory)
-    chat.chat("I play the cello.")
+    await chat.achat("I play the cello.")
     assert [e["text"] for e in pool.get(namespace_key("agent", "session_id", "s9")).episodes()] == ["I play the cello."]
     pool.close()
 
