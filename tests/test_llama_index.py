@@ -3,6 +3,8 @@ memory block inside ``Memory.from_defaults``, with ``MockLLM``."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 pytest.importorskip("llama_index.core")
@@ -145,7 +147,10 @@ async def test_every_turn_of_a_normal_chat_is_remembered(tmp_path, embedder):
         chat = SimpleChatEngine.from_defaults(llm=llm, memory=Memory.from_defaults(
             session_id="s1", memory_blocks=[block]))
         for said, _ in CHAT:
-            chat.chat(said)
+            # a sync chat, as a sync program makes it: in a thread with no running loop
+            # (called on the test's loop, LlamaIndex runs it on a loop of its own, whose
+            # aiosqlite connection outlives it)
+            await asyncio.to_thread(chat.chat, said)
         texts = [e["text"] for e in mem.episodes()]
         assert texts == [t for pair in CHAT for t in pair][:-1]  # the last reply: at the next read
         assert "Lisbon" in llm.prompts[-1].split("Where does my sister live?")[0]  # recalled
