@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from . import scoring
-from .documents import speaker_prefix
+from .documents import without_speaker
 from .echoes import is_role
 
 __all__ = ["FOLLOW_UP_CHARS", "REPLY_WINDOW", "asked_share", "follow_ups", "hand_over",
@@ -193,8 +193,7 @@ def asked_share(text: str, speaker: str | None = None) -> float:
     >>> round(asked_share("Ann: Wow, that looks great! Seen any good movies?", "Ann"), 1)
     0.5
     """
-    if speaker and not speaker_prefix(speaker, text):  # the text starts with "Name:"
-        text = text.lstrip()[len(speaker.strip()) + 1:]
+    text = without_speaker(speaker, text)
     sentences = [s for s in _SENTENCE_END.split(text.strip()) if s]
     total = sum(len(s) for s in sentences)
     if total == 0:

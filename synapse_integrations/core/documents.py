@@ -36,7 +36,7 @@ from typing import Any
 from .echoes import ASSISTANT_SPEAKERS, USER_SPEAKERS
 
 __all__ = ["MAX_NAME_CHARS", "ROLE_WORDS", "document", "is_name", "name_line", "node_document",
-           "row_document", "speaker_prefix"]
+           "row_document", "speaker_prefix", "without_speaker"]
 
 #: The longest speaker read as a name (characters).
 MAX_NAME_CHARS = 64
@@ -57,6 +57,22 @@ def speaker_prefix(speaker: str | None, text: str) -> str:
     if not speaker or text.lstrip().lower().startswith(f"{speaker.strip().lower()}:"):
         return ""
     return f"{speaker}: "
+
+
+def without_speaker(speaker: str | None, text: str) -> str:
+    """``text`` without a leading ``"<speaker>:"`` (the inverse of :func:`speaker_prefix`;
+    case and the spaces around the name aside); ``text`` as it is when it has none.
+
+    >>> without_speaker("Sam", "Sam: I went skiing"), without_speaker("Sam", "I went skiing")
+    (' I went skiing', 'I went skiing')
+    """
+    name = speaker.strip() if speaker else ""
+    head = text.lstrip()
+    if name and head[:len(name)].lower() == name.lower():
+        rest = head[len(name):].lstrip()
+        if rest.startswith(":"):
+            return rest[1:]
+    return text
 
 
 def is_name(speaker: str | None) -> bool:

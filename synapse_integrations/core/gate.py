@@ -361,9 +361,8 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
         allowed = widen()  # the turns that may match by meaning (not only those with words)
         # the evidence the retrieval placed first, read through its concepts and its own
         # words (a turn not consolidated yet links no concept)
-        read = np.zeros(view.n, dtype=bool)
-        read[np.asarray(found, dtype=np.int64)[:EVIDENCE_TURNS]] = True
-        rows = np.flatnonzero(allowed & eligible & read)
+        first = np.asarray(found, dtype=np.int64)[:EVIDENCE_TURNS]
+        rows = np.unique(first[allowed[first] & eligible[first]])
         if rows.size:
             tokens = view.derived("gate.tokens", lambda _: {})
             texts = view.node_values("text", "")

@@ -13,6 +13,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...types import Concept, Extraction, Relation, Turn
+from ..documents import without_speaker
 from .protocol import BaseExtractor, check_turns, is_int
 from .wordlists import (
     ADJECTIVE_ENDINGS,
@@ -404,15 +405,7 @@ _MIN_PHRASE_MENTIONS = 2
 
 def _strip_speaker_prefix(turn: Turn) -> str:
     """The turn's text without a leading ``"<speaker>: "`` (the engine's episode text)."""
-    text = turn.text
-    if turn.speaker:
-        speaker = turn.speaker.strip()
-        head = text.lstrip()
-        if speaker and head[: len(speaker)].lower() == speaker.lower():
-            rest = head[len(speaker) :].lstrip()
-            if rest.startswith(":"):
-                return rest[1:]
-    return text
+    return without_speaker(turn.speaker, turn.text)
 
 
 def _name_spans(tokens: list[_Token], known: set[str]) -> Iterable[list[int]]:
