@@ -30,13 +30,14 @@ is opened, like ``embedding_dim``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .echoes import ASSISTANT_SPEAKERS, USER_SPEAKERS
 
 __all__ = ["MAX_NAME_CHARS", "ROLE_WORDS", "document", "is_name", "name_line", "node_document",
-           "row_document", "speaker_prefix", "without_speaker"]
+           "row_document", "speaker_prefix", "without_any_speaker", "without_speaker"]
 
 #: The longest speaker read as a name (characters).
 MAX_NAME_CHARS = 64
@@ -73,6 +74,27 @@ def without_speaker(speaker: str | None, text: str) -> str:
         if rest.startswith(":"):
             return rest[1:]
     return text
+
+
+#: A leading ``"<name>: "`` whoever the speaker is (at most 40 characters of a name).
+_ANY_SPEAKER = re.compile(r"^\s*[\w .'-]{1,40}:\s")
+
+
+def without_any_speaker(text: str) -> str:
+    """``text`` without a leading ``"<name>: "`` when the speaker is not known (the
+    mechanisms that read a turn's own words: sleep's facts, reconsolidation's statements,
+    surprisal's filler test); ``text`` as it is when it has none.
+
+    >>> without_any_speaker("Sam: I went skiing"), without_any_speaker("Dr. Ames: rest a week")
+    ('I went skiing', 'rest a week')
+
+    A head of words is read as a name, so the rule is for turns that carry a speaker;
+    one with a comma (or over 40 characters) is kept:
+
+    >>> without_any_speaker("I went skiing: twice"), without_any_speaker("Well, ski: twice")
+    ('twice', 'Well, ski: twice')
+    """
+    return _ANY_SPEAKER.sub("", text, count=1)
 
 
 def is_name(speaker: str | None) -> bool:

@@ -73,9 +73,10 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from .documents import without_any_speaker
 from .echoes import is_role
 from .gate import attribute_terms
-from .tokens import STOPWORDS, tokenize
+from .tokens import STOPWORDS, sentences, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -145,8 +146,6 @@ looking curious wondering""".split())
 _MONTHS = frozenset("january february march april may june july august september october "
                     "november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _CLOCK = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
-_SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)")
-_PREFIX_RE = re.compile(r"^\s*[\w .'-]{1,40}:\s")
 #: Words that open a real question (a sentence ending in "?" that starts otherwise,
 #: "remember when I got pre-approved for $400,000?", still states something).
 _QUESTION_OPENERS = frozenset("""what how when where who whom whose why which do does did can
@@ -232,7 +231,7 @@ def statements(text: str) -> list[Statement]:
     a value, sentences that say something changed, and (as what a change may replace)
     other short first-person sentences."""
     out = []
-    for original in _SENTENCE_RE.findall(_PREFIX_RE.sub("", text, count=1)):
+    for original in sentences(without_any_speaker(text)):
         sentence = original.lower()
         words = _WORD_RE.findall(sentence)
         if sentence.rstrip().endswith("?") and (not words or words[0] in _QUESTION_OPENERS):

@@ -50,7 +50,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..types import Concept
-from .tokens import tokenize
+from .documents import without_any_speaker
+from .tokens import sentences, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +66,7 @@ NOT_ENTITY_TYPES = frozenset({"Topic", FACT_TYPE})
 
 #: Content words a sentence needs to be kept as a fact offline.
 MIN_FACT_WORDS = 4
-_SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)")
 _FIRST_PERSON_RE = re.compile(r"\b(i|my|me|mine|we|our|us)\b|\bi'", re.I)
-_PREFIX_RE = re.compile(r"^\s*[\w .'-]{1,40}:\s")
 
 
 @dataclass(frozen=True)
@@ -102,8 +101,8 @@ class OfflineSleeper:
     def facts(self, episodes: Sequence[Mapping[str, Any]]) -> list[Concept]:
         out: dict[str, Concept] = {}
         for ep in episodes:
-            body = _PREFIX_RE.sub("", ep["text"], count=1)
-            for sentence in _SENTENCE_RE.findall(body):
+            body = without_any_speaker(ep["text"])
+            for sentence in sentences(body):
                 s = " ".join(sentence.split())
                 if not s or s.endswith("?") or not _FIRST_PERSON_RE.search(s) \
                         or len(tokenize(s)) < self.min_words:

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .documents import without_any_speaker
 from .tokens import tokenize
 
 __all__ = ["FILLER_WORDS", "LLMPredictor", "Predictor", "WindowPredictor", "is_filler", "score_rows",
@@ -44,12 +45,11 @@ perfect awesome lol haha hahaha alright right hi hey hello bye goodbye welcome n
 fine exactly indeed absolutely totally true sweet hmm hm oh ah uh um well glad appreciate
 lot much definitely course noted will see later soon bet love
 """.split())
-_PREFIX_RE = re.compile(r"^\s*[\w .'-]{1,40}:\s")
 
 
 def is_filler(text: str) -> bool:
     """A turn whose words (after a ``"speaker: "`` prefix) are all filler words."""
-    body = _PREFIX_RE.sub("", text, count=1)
+    body = without_any_speaker(text)
     words = re.findall(r"[a-z']+", body.lower())
     return all(w.strip("'") in FILLER_WORDS for w in words) and not any(
         ch.isdigit() for ch in body)
@@ -90,7 +90,7 @@ class WindowPredictor:
 
     def surprisal(self, text: str, emb: np.ndarray, texts: Sequence[str], embs: np.ndarray,
                   embed: Callable[[str], np.ndarray]) -> float:
-        if is_filler(text) or not tokenize(_PREFIX_RE.sub("", text, count=1)):
+        if is_filler(text) or not tokenize(without_any_speaker(text)):
             return 0.0
         return surprisal(window_prediction(embs), emb) if len(embs) else 1.0
 

@@ -15,7 +15,7 @@ import Stemmer
 from lemminflect import getAllLemmas
 
 __all__ = ["DATE_EXPRESSION", "FIRST_PERSON", "MONTH", "NUMERIC_DATE", "STOPWORDS", "YEAR",
-           "stem", "terms", "tokenize", "without_dates"]
+           "sentences", "stem", "terms", "tokenize", "without_dates"]
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 #: A text in the first person (a question about the one asking it, a turn about its speaker).
@@ -63,6 +63,19 @@ def without_dates(text: str) -> str:
     'May I ask what Sam did in   and on  ?'
     """
     return DATE_EXPRESSION.sub(" ", text)
+
+
+_SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)")
+
+
+def sentences(text: str) -> list[str]:
+    r"""``text`` cut after each run of ``. ! ? ;``, every piece as written (its spaces and
+    end marks kept).
+
+    >>> sentences("I moved. Where to? Lisbon; near the sea")
+    ['I moved.', ' Where to?', ' Lisbon;', ' near the sea']
+    """
+    return _SENTENCE_RE.findall(text)
 
 
 def tokenize(text: str) -> list[str]:
