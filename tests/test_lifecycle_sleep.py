@@ -98,6 +98,15 @@ def test_an_unusable_llm_reply_yields_no_fact() -> None:
     assert OfflineSleeper().facts([]) == []
 
 
+def test_offline_facts_read_every_line_of_a_turn() -> None:
+    # a line that ends without a full stop is a sentence too (a list's items): the sentence
+    # rule once lost every such line but the last
+    turn = {"id": "e1", "speaker": "Sam",
+            "text": "Sam: Two things\nI rented a flat near the harbour\nmy sister lives two streets away"}
+    assert [c.name for c in OfflineSleeper().facts([turn])] == [
+        "Sam: I rented a flat near the harbour", "Sam: my sister lives two streets away"]
+
+
 def test_bad_input_is_a_clear_error() -> None:
     with pytest.raises(InvalidTypeError, match="chat model"):
         LLMSleeper(42)

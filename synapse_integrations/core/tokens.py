@@ -65,15 +65,16 @@ def without_dates(text: str) -> str:
     return DATE_EXPRESSION.sub(" ", text)
 
 
-_SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)")
+_SENTENCE_RE = re.compile(r"[^.!?;\n]+(?:[.!?;]+|$)", re.MULTILINE)
 
 
 def sentences(text: str) -> list[str]:
-    r"""``text`` cut after each run of ``. ! ? ;``, every piece as written (its spaces and
-    end marks kept).
+    r"""``text`` cut after each run of ``. ! ? ;`` and at line breaks, every piece as written
+    (its spaces and end marks kept): a line that ends without a mark (a list's item) is a
+    sentence too.
 
-    >>> sentences("I moved. Where to? Lisbon; near the sea")
-    ['I moved.', ' Where to?', ' Lisbon;', ' near the sea']
+    >>> sentences("I moved. Where to? Lisbon; near the sea\n- a flat\n- a cat.")
+    ['I moved.', ' Where to?', ' Lisbon;', ' near the sea', '- a flat', '- a cat.']
     """
     return _SENTENCE_RE.findall(text)
 
