@@ -150,3 +150,78 @@ def test_concept_rows_follow_adds_merges_removals_archive_and_restore() -> None:
     g.restore_nodes(moved)
     _concept_rows_match(g)
     assert len(g.concept_matrix()[0]) == 100
+
+
+#: what retrieval derives from node attributes alone and grows with the view
+_GROWN = ("replies", "conversation.asked", "focus.speakers", "user-turns", "fact-nodes",
+          "low-salience", "echo-sources", "gate.speakers", "gate.names", "times")
+
+
+def _chat(k: int) -> list[dict]:
+    """Turn ``k`` of a chat that holds every case the grown structures read: named
+    speakers and roles, questions answered and not, echoes, low-salience filler."""
+    t = 1_700_000_000 + 150 * k  # replies within REPLY_WINDOW; sleep runs twice
+    if k % 10 < 5:  # two people
+        text = ("Where did you go skiing last winter?" if k % 5 == 0 else
+                f"We went to Zermatt {k} times, I love my skis. And you?" if k % 5 == 1 else
+                "ok" if k % 5 == 2 else f"I moved to Lisbon in {2000 + k}." if k % 5 == 3
+                else "How is the new flat?")
+        return {"text": text, "speaker": "Ann" if k % 2 else "Bo", "timestamp": t}
+    text = (f"My order number is QM-{k}-TK." if k % 5 == 0 else  # and its echo:
+            f"My order number is QM-{k - 1}-TK." if k % 5 == 1 else
+            "Thanks!" if k % 5 == 2 else f"I adopted a cat called Pickle {k} days ago."
+            if k % 5 == 3 else "Noted: Pickle.")
+    return {"text": text, "speaker": "user" if k % 5 in (0, 2, 3) else "assistant",
+            "timestamp": t}
+
+
+def test_grown_structures_equal_a_rebuild_after_every_write():
+    """Retrieval's per-node structures (replies, asked shares, speakers, roles, facts,
+    salience, echoes, the gate's names, times) are taken over by the view a write extends
+    and grown by the new nodes alone: after many writes they equal a rebuild, and so does
+    what retrieval returns."""
+    from synapse_integrations import SynapseConfig
+
+    questions = ["Where did Bo go skiing?", "What is my order number?", "Where do I live?",
+                 "What did you say about Pickle?"]
+    mem = Synapse(None, namespace="grown", embedder=HashingEmbedder(),
+                  client=ephemeral_client(), snapshot_every=10**9,
+                  config=SynapseConfig(surprisal_gate=True))
+    try:
+        turns = [_chat(k) for k in range(60)]
+        mem.add_turns(turns[:10])
+        for q in questions:
+            mem.retrieve(q)
+        graph = mem._state.graph  # the engine's MemoryGraph (test access)
+        extended = 0
+        for j in range(10, 60, 3):
+            mem.add_turns(turns[j:j + 3])
+            carried = {key: m for key, _, _, m in graph.compiled().growing()}
+            # a write extends the view (an archive at a window rebuilds it)
+            extended += set(_GROWN) <= set(carried) and max(carried.values()) < graph.compiled().n
+            for q in questions:
+                mem.retrieve(q)
+        assert extended >= 12
+        grown = graph.compiled()
+        live = [[(it.id, round(it.score, 12)) for it in mem.retrieve(q).items] for q in questions]
+
+        def missing(view):
+            raise AssertionError("not derived")
+        values = {key: grown.derived(key, missing) for key in _GROWN}
+        graph.invalidate()
+        assert live == [[(it.id, round(it.score, 12)) for it in mem.retrieve(q).items]
+                        for q in questions]
+        fresh = graph.compiled()
+        assert fresh is not grown
+        for key in _GROWN:
+            a, b = values[key], fresh.derived(key, missing)
+            for x, y in zip(a, b) if isinstance(a, tuple) else [(a, b)]:
+                if isinstance(x, np.ndarray):
+                    np.testing.assert_array_equal(x, y, err_msg=key)
+                else:
+                    assert x == y, key
+        assert (values["replies"][0][:, 0] >= 0).sum() >= 10  # the case the test is about
+        assert values["low-salience"].any() and (values["echo-sources"] >= 0).any()
+        assert values["user-turns"].any() and values["fact-nodes"].any()
+    finally:
+        mem.close()

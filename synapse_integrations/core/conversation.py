@@ -84,16 +84,14 @@ REPLY_WINDOW = 600.0
 FOLLOW_UP_CHARS = 300
 
 
-def _context(view: Any) -> np.ndarray:
-    """Per node, the compiled index of the question it replies to (column 0) and of the
-    statement that question followed up (column 1); -1 for none. See the module docstring.
-    Vectorised but for the few pairs left to check for the assistant's role."""
-    out = np.full((view.n, 2), -1, dtype=np.int64)
-    episodes = np.flatnonzero(view.is_episode)
+def _pairs(view: Any, episodes: np.ndarray, out: np.ndarray, start: int = 0) -> np.ndarray:
+    """Set ``out``'s rows (module docstring: the question a turn replies to, column 0, and
+    the statement that question followed up, column 1) for the turns of ``episodes``
+    (compiled indices in ingestion order) from its ``start + 1``-th on; the ones before
+    are read as what a question answered there followed up. Vectorised but for the few
+    pairs left to check for the assistant's role."""
     if episodes.size < 2:
         return out
-    seq_all = view.node_values("seq", 0)
-    episodes = episodes[np.argsort([seq_all[i] or 0 for i in episodes.tolist()], kind="stable")]
     order = episodes.tolist()
     speakers_all, texts = view.node_values("speaker"), view.node_values("text")
     speakers = [speakers_all[i] for i in order]
@@ -107,7 +105,7 @@ def _context(view: Any) -> np.ndarray:
     q, a = episodes[:-1], episodes[1:]
     ok = np.flatnonzero(asks & timely & other)
     metas = view.node_values("metadata")
-    for j in ok.tolist():
+    for j in ok[ok >= start].tolist():
         if not is_role({"speaker": speakers_all[a[j]], "metadata": metas[a[j]] or {}}, "assistant"):
             out[a[j], 0] = q[j]
             # the question followed up the turn before it, when that is the reply's
@@ -118,16 +116,50 @@ def _context(view: Any) -> np.ndarray:
     return out
 
 
+def _in_order(view: Any, episodes: np.ndarray) -> np.ndarray:
+    seq = view.node_values("seq", 0)
+    return episodes[np.argsort([seq[i] or 0 for i in episodes.tolist()], kind="stable")]
+
+
+def _context(view: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_pairs` over every turn, and the last two turns in ingestion order (what
+    :func:`_grow_context` reads the turns stored after them with)."""
+    episodes = _in_order(view, np.flatnonzero(view.is_episode))
+    return _pairs(view, episodes, np.full((view.n, 2), -1, dtype=np.int64)), episodes[-2:]
+
+
+def _grow_context(old: tuple[np.ndarray, np.ndarray], view: Any, m: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_context` of ``view`` from ``old``, its first ``m`` nodes': only the turns
+    stored after them are paired (read with the two before them), when they come after
+    them in ingestion order too."""
+    rows, tail = old
+    new = _in_order(view, m + np.flatnonzero(view.is_episode[m:]))
+    seq = view.node_values("seq", 0)
+    if tail.size and new.size and (seq[int(new[0])] or 0) <= (seq[int(tail[-1])] or 0):
+        return _context(view)  # stored out of order: pair them all again
+    episodes = np.concatenate([tail, new])
+    out = np.concatenate([rows, np.full((view.n - m, 2), -1, dtype=np.int64)])
+    return _pairs(view, episodes, out, max(tail.size - 1, 0)), episodes[-2:]
+
+
+def _replies(view: Any) -> np.ndarray:
+    """Per node, the compiled index of the question it replies to (column 0) and of the
+    statement that question followed up (column 1); -1 for none. Derived once per view
+    and grown with it."""
+    return view.derived("replies", _context, _grow_context)[0]
+
+
 def replies_to(view: Any) -> np.ndarray:
     """The question each node of the view replies to (compiled index, -1 for none);
     derived once per compiled view."""
-    return view.derived("replies", _context)[:, 0]
+    return _replies(view)[:, 0]
 
 
 def follow_ups(view: Any) -> np.ndarray:
     """The statement each reply's question followed up (compiled index, -1 for none;
     see the module docstring); derived once per compiled view."""
-    return view.derived("replies", _context)[:, 1]
+    return _replies(view)[:, 1]
 
 
 def with_replies(view: Any, cand: np.ndarray, questions: bool = True,
@@ -137,7 +169,7 @@ def with_replies(view: Any, cand: np.ndarray, questions: bool = True,
     ``follow_up``)."""
     if not (questions or follow_up) or cand.size == 0:
         return cand
-    context = view.derived("replies", _context)
+    context = _replies(view)
     answers = np.flatnonzero(context[:, 0] >= 0)
     if answers.size == 0:
         return cand
@@ -161,7 +193,7 @@ def lift_replies(view: Any, cand: np.ndarray, score: np.ndarray, weight: float,
     lift = np.zeros(score.shape)
     if (weight <= 0 and follow_up_weight <= 0) or cand.size == 0:
         return score, lift
-    context = view.derived("replies", _context)[cand]
+    context = _replies(view)[cand]
     replies = np.flatnonzero(context[:, 0] >= 0)
     if replies.size == 0:
         return score, lift
@@ -202,10 +234,12 @@ def asked_share(text: str, speaker: str | None = None) -> float:
     return asked / total
 
 
-def _asked(view: Any) -> np.ndarray:
-    """Per node, the asked share of a question another speaker answered (0 elsewhere)."""
-    out = np.zeros(view.n)
-    answered = np.unique(view.derived("replies", _context)[:, 0])
+def _asked(view: Any, out: np.ndarray | None = None, m: int = 0) -> np.ndarray:
+    """Per node, the asked share of a question another speaker answered (0 elsewhere);
+    grown from ``out``, the one for the first ``m`` nodes, by the questions the turns
+    stored after them answer."""
+    out = np.zeros(view.n) if out is None else np.concatenate([out, np.zeros(view.n - m)])
+    answered = np.unique(_replies(view)[m:, 0])
     texts, speakers = view.node_values("text"), view.node_values("speaker")
     for i in answered[answered >= 0].tolist():
         out[i] = asked_share(texts[i] or "", speakers[i])
@@ -231,6 +265,7 @@ def hand_over(view: Any, cand: np.ndarray, score: np.ndarray, weight: float
     score = np.asarray(score, dtype=np.float64)
     if weight >= 1.0 or cand.size == 0:
         return score, np.zeros(score.shape)
-    share = view.derived("conversation.asked", _asked)[cand]
+    share = view.derived("conversation.asked", _asked,
+                         lambda old, v, m: _asked(v, old, m))[cand]
     change = 0.0 - (1.0 - weight) * share * np.maximum(score, 0.0)  # 0.0 - x: no -0.0
     return score + change, change

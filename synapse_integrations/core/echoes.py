@@ -98,10 +98,11 @@ def mark(rows: Sequence[dict[str, Any]], embs: np.ndarray, state: Any) -> int:
     return marked
 
 
-def _sources(view: Any) -> np.ndarray:
-    """Compiled index of each node's echo source (-1: not an echo, or its source is gone)."""
-    out = np.full(view.n, -1, dtype=np.int64)
-    for i, meta in enumerate(view.node_values("metadata")):
+def _sources(view: Any, start: int = 0) -> np.ndarray:
+    """Compiled index of each node's echo source (-1: not an echo, or its source is gone),
+    from node ``start`` on."""
+    out = np.full(view.n - start, -1, dtype=np.int64)
+    for i, meta in enumerate(view.node_values("metadata")[start:]):
         if not meta:  # most turns carry no metadata, concepts none at all
             continue
         src = meta.get("echo_of") if isinstance(meta, Mapping) else None
@@ -117,7 +118,8 @@ def demote(view: Any, cand: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, 
     change = np.zeros(score.shape)
     if cand.size == 0:
         return score, change
-    sources = view.derived("echo-sources", _sources)
+    sources = view.derived("echo-sources", _sources,  # a source removed rebuilds the view
+                           lambda old, v, m: np.concatenate([old, _sources(v, m)]))
     src = sources[cand]
     if not np.any(src >= 0):
         return score, change

@@ -95,20 +95,29 @@ _PERIODS = {"day": "day", "week": "day", "month": "month", "year": "year"}
 _PARSE_LOCK = threading.Lock()
 
 
-def _speakers(view: Any) -> tuple[list[str], dict[Any, int], np.ndarray]:
+Speakers = tuple[list[str], dict[Any, int], np.ndarray]
+
+
+def _speakers(view: Any, old: Speakers | None = None, m: int = 0) -> Speakers:
     """The memory's speaker names, a small integer per speaker, and each episode's (-1 for
-    other nodes)."""
+    other nodes); grown from ``old``, the first ``m`` nodes'."""
     names = view.node_values("speaker")
-    codes: dict[Any, int] = {}
+    codes: dict[Any, int] = {} if old is None else dict(old[1])
     out = np.full(view.n, -1, dtype=np.int64)
-    for i in np.flatnonzero(view.is_episode).tolist():
+    if old is not None:
+        out[:m] = old[2]
+    for i in (m + np.flatnonzero(view.is_episode[m:])).tolist():
         out[i] = codes.setdefault(names[i], len(codes))
     return sorted(s for s in codes if isinstance(s, str) and s), codes, out
 
 
+def _speaker_codes(view: Any) -> Speakers:
+    return view.derived("focus.speakers", _speakers, lambda old, v, m: _speakers(v, old, m))
+
+
 def speakers(view: Any) -> list[str]:
-    """The names of the memory's speakers (cached per view)."""
-    return view.derived("focus.speakers", _speakers)[0]
+    """The names of the memory's speakers (cached per view, grown with it)."""
+    return _speaker_codes(view)[0]
 
 
 def named_speaker(view: Any, query: str) -> str | None:
@@ -177,17 +186,20 @@ def asks_assistant(query: str) -> bool:
     return bool(_YOU_SAID.search(query))
 
 
-def _users(view: Any) -> np.ndarray:
+def _users(view: Any, start: int = 0) -> np.ndarray:
+    """Whether each node from ``start`` on is a turn of the user's."""
     speakers, metas = view.node_values("speaker"), view.node_values("metadata")
-    out = np.zeros(view.n, dtype=bool)
-    for i in np.flatnonzero(view.is_episode).tolist():
-        out[i] = is_role({"speaker": speakers[i], "metadata": metas[i] or {}}, "user")
+    out = np.zeros(view.n - start, dtype=bool)
+    for i in np.flatnonzero(view.is_episode[start:]).tolist():
+        out[i] = is_role({"speaker": speakers[start + i], "metadata": metas[start + i] or {}},
+                         "user")
     return out
 
 
 def user_turns(view: Any) -> np.ndarray | None:
     """The user's turns (by role), or None when the memory holds none."""
-    users = view.derived("user-turns", _users)
+    users = view.derived("user-turns", _users,
+                         lambda old, v, m: np.concatenate([old, _users(v, m)]))
     return users if users.any() else None
 
 
@@ -275,7 +287,7 @@ def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
     if speaker_weight < 1.0 or role_weight < 1.0:
         who = named_speaker(view, query)
         if who is not None:
-            _, codes, of = view.derived("focus.speakers", _speakers)
+            _, codes, of = _speaker_codes(view)
             other = view.is_episode[cand] & (of[cand] != codes[who])
             factor[other] *= speaker_weight
         elif (users := user_turns(view)) is not None:

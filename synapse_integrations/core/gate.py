@@ -270,6 +270,13 @@ def _names(speakers: np.ndarray) -> list[str]:
     return sorted({s for s in speakers if isinstance(s, str) and s})
 
 
+def _speaker_array(view: Compiled) -> np.ndarray:
+    """Every node's speaker (None for concepts), cached per view and grown with it."""
+    def of(v: Compiled, start: int = 0) -> np.ndarray:
+        return np.array(v.node_values("speaker")[start:], dtype=object)
+    return view.derived("gate.speakers", of, lambda old, v, m: np.concatenate([old, of(v, m)]))
+
+
 def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
              confidence: float, eligible: np.ndarray, words: WordVectors | None = None,
              found: Sequence[int] = ()) -> GateVerdict:
@@ -282,10 +289,11 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
     attribution = present = None
     if topic_ok and cfg.use_evidence_gate:
         # per view, not per query: the speakers (and their names, without filters)
-        spk = view.derived("gate.speakers",
-                           lambda v: np.array(v.node_values("speaker"), dtype=object))
+        spk = _speaker_array(view)
         if np.array_equal(eligible, view.is_episode):
-            speakers = view.derived("gate.names", lambda v: _names(spk[v.is_episode]))
+            speakers = view.derived("gate.names", lambda v: _names(spk[v.is_episode]),
+                                    lambda old, v, m: sorted({*old, *_names(
+                                        _speaker_array(v)[m:][v.is_episode[m:]])}))
         else:
             speakers = _names(spk[eligible])
         named = named_subjects(query, speakers)
@@ -321,7 +329,7 @@ def _about(view: Compiled, spk: np.ndarray, speakers: list[str], name: str,
            which: np.ndarray) -> np.ndarray:
     """The positions among ``which`` whose turn is about ``name`` (:func:`turn_about`,
     cached per view)."""
-    about = view.derived("gate.about", lambda _: {})
+    about = view.memo("gate.about")
     texts = view.node_values("text", "")
     key = tuple(speakers)
     out = np.zeros(view.n, dtype=bool)
@@ -364,7 +372,7 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
         first = np.asarray(found, dtype=np.int64)[:EVIDENCE_TURNS]
         rows = np.unique(first[allowed[first] & eligible[first]])
         if rows.size:
-            tokens = view.derived("gate.tokens", lambda _: {})
+            tokens = view.memo("gate.tokens")
             texts = view.node_values("text", "")
             for i in rows.tolist():
                 if i not in tokens:

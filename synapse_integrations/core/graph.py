@@ -48,6 +48,10 @@ def temporal_weight(dt_seconds: float, *, rho: float, seconds_per_unit: float) -
     return math.exp(-rho * abs(dt_seconds) / seconds_per_unit)
 
 
+def _aligned(values: Mapping[str, float], ids: Sequence[str]) -> np.ndarray:
+    return np.fromiter((values.get(n, 0.0) for n in ids), dtype=np.float64, count=len(ids))
+
+
 @dataclass
 class Compiled:
     """Array view of the active graph used by retrieval (derived, cached until the graph
@@ -76,8 +80,11 @@ class Compiled:
     #: learned weights of derived graphs, ``{graph: {(src id, dst id): weight}}`` (read only)
     learned: Mapping[str, Mapping[tuple[str, str], float]] = field(default_factory=dict)
     _matrices: dict[tuple[bool, float, float], sp.csr_array] = field(default_factory=dict)
-    _pagerank: tuple[dict[str, float], np.ndarray] | None = None
     _derived: dict[str, Any] = field(default_factory=dict)
+    # key -> grow (:meth:`derived`); key -> (value, grow, nodes it covers) taken over
+    _growers: dict[str, Callable[[Any, Compiled, int], Any]] = field(default_factory=dict)
+    _carried: dict[str, tuple[Any, Callable[[Any, Compiled, int], Any], int]] = field(
+        default_factory=dict)
     # cached node_values: key -> (name, default, values aligned with ids)
     _attrs: dict[str, tuple[str, Any, list[Any]]] = field(default_factory=dict)
 
@@ -101,26 +108,13 @@ class Compiled:
 
     def aligned(self, values: dict[str, float]) -> np.ndarray:
         """``values`` (id -> number) as an array aligned with :attr:`ids` (0 where a node has
-        none); cached for as long as the same dict object is passed."""
-        cached = self._pagerank
-        if cached is None or cached[0] is not values:
-            vec = np.fromiter((values.get(n, 0.0) for n in self.ids), dtype=np.float64,
-                              count=self.n)
-            cached = self._pagerank = (values, vec)
+        none); cached for as long as the same dict object is passed, and grown with the view."""
+        cached = self.derived("aligned", lambda v: (values, _aligned(values, v.ids)),
+                              lambda old, v, m: (old[0], np.concatenate(
+                                  [old[1], _aligned(old[0], v.ids[m:])])))
+        if cached[0] is not values:
+            cached = self._derived["aligned"] = (values, _aligned(values, self.ids))
         return cached[1]
-
-    def aligned_cache(self) -> tuple[dict[str, float], np.ndarray] | None:
-        """The last :meth:`aligned` values and vector (None when none was asked)."""
-        return self._pagerank
-
-    def carry_aligned(self, cached: tuple[dict[str, float], np.ndarray] | None,
-                      new: Sequence[str]) -> None:
-        """Take over the :meth:`aligned_cache` of the view this one extends, with the
-        ``new`` ids appended after its own."""
-        if cached is not None:
-            values = cached[0]
-            self._pagerank = (values, np.concatenate(
-                [cached[1], np.array([values.get(n, 0.0) for n in new], dtype=np.float64)]))
 
     def edge_positions(self) -> dict[tuple[int, int], int]:
         """``(src index, dst index) -> position`` in the edge arrays (built once per view)."""
@@ -133,7 +127,6 @@ class Compiled:
         (a vectorised step); the view itself, its ids and embeddings, stay."""
         self.weight[np.asarray(positions, dtype=np.int64)] = np.asarray(weights, dtype=np.float64)
         self._matrices.clear()
-        self._pagerank = None
         positions_map = self._derived.get("edge-positions")
         self._derived.clear()
         if positions_map is not None:  # depends only on src/dst, which did not change
@@ -150,21 +143,49 @@ class Compiled:
     def drop_derived(self, prefix: str) -> None:
         """Forget the derived structures whose key starts with ``prefix`` (rebuilt when next
         asked): after a learned-weight update of one model's graph."""
-        for key in [k for k in self._derived if k.startswith(prefix)]:
-            del self._derived[key]
+        for table in (self._derived, self._carried):
+            for key in [k for k in table if k.startswith(prefix)]:
+                del table[key]
 
-    def derived(self, key: str, build: Callable[[Compiled], Any]) -> Any:
+    def derived(self, key: str, build: Callable[[Compiled], Any],
+                grow: Callable[[Any, Compiled, int], Any] | None = None) -> Any:
         """A structure derived from this view (a model's k-NN graph, say), built once per
-        view by ``build(view)`` and dropped with it when the graph changes."""
+        view by ``build(view)`` and dropped with it when the graph changes. With ``grow``,
+        a view that extends this one (nodes appended) takes it over: ``grow(value, view,
+        m)`` returns it for ``view`` from ``value``, the one for its first ``m`` nodes. Only
+        for structures that read node attributes and :attr:`is_episode`, which an extension
+        leaves as they were for the old nodes (its edges and vectors may change); ``grow``
+        reads the view it is given, never one it closes over."""
         if key not in self._derived:
-            self._derived[key] = build(self)
+            carried = self._carried.pop(key, None)
+            self._derived[key] = build(self) if carried is None \
+                else carried[1](carried[0], self, carried[2])
+            if grow is not None:
+                self._growers[key] = grow
         return self._derived[key]
+
+    def memo(self, key: str) -> dict[Any, Any]:
+        """A dict of per-node values keyed by position, kept as the view grows (:meth:`derived`)."""
+        return self.derived(key, lambda _: {}, lambda memo, view, m: memo)
+
+    def growing(self) -> list[tuple[str, Any, Callable[[Any, Compiled, int], Any], int]]:
+        """The structures a view that extends this one takes over (:meth:`derived` with
+        ``grow``), as ``(key, value, grow, nodes the value covers)``."""
+        return [(key, *entry) for key, entry in self._carried.items()] + [
+            (key, value, self._growers[key], self.n)
+            for key, value in self._derived.items() if key in self._growers]
+
+    def carry_derived(self, growing: Iterable[tuple[str, Any, Any, int]]) -> None:
+        """Take over the :meth:`growing` structures of the view this one extends."""
+        self._carried.update((key, (value, grow, m)) for key, value, grow, m in growing)
 
     def times(self) -> np.ndarray:
         """Every node's event time (``ts``, epoch seconds) as floats, NaN where it has none;
         derived once per view."""
-        return self.derived("times", lambda v: np.array(
-            [np.nan if t is None else t for t in v.node_values("ts")], dtype=np.float64))
+        def build(v: Compiled, start: int = 0) -> np.ndarray:
+            return np.array([np.nan if t is None else t for t in v.node_values("ts")[start:]],
+                            dtype=np.float64)
+        return self.derived("times", build, lambda old, v, m: np.concatenate([old, build(v, m)]))
 
     def node_values(self, name: str, default: Any = None) -> list[Any]:
         """The node attribute ``name`` for every node, aligned with :attr:`ids` (``default``
@@ -275,6 +296,13 @@ class MemoryGraph:
             return self.g.nodes[node_id]
         except KeyError:
             raise NodeNotFoundError(f"no memory with id {node_id!r}") from None
+
+    def set_attributes(self, node_id: str, **attrs: Any) -> None:
+        """Set node attributes; the compiled view is kept when it has not taken the node in
+        yet (added since it was built: an extension reads them), rebuilt otherwise."""
+        self.node(node_id).update(attrs)
+        if self._compiled is not None and node_id in self._compiled.index:
+            self.invalidate()
 
     def ids(self, kind: str | None = None) -> list[str]:
         """Active node ids (of one ``kind``), in insertion order. O(answer), not O(graph):
@@ -625,7 +653,7 @@ class MemoryGraph:
                         node_attr=_attribute_reader(nodes, ids), learned=self.learned)
         view.carry_attributes((name, default, values + [nodes[n].get(name, default) for n in new])
                               for name, default, values in old.cached_attributes())
-        view.carry_aligned(old.aligned_cache(), new)
+        view.carry_derived(old.growing())
         return view
 
     def refresh_pagerank(self, *, damping: float) -> None:

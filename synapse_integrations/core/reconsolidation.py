@@ -545,7 +545,7 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     users = [j for j in top if view.is_episode[cand[j]] and ts[cand[j]] is not None
              and not is_role({"speaker": speakers[cand[j]], "metadata": metas[cand[j]] or {}},
                              "assistant")]
-    rooted = view.derived("recent.rooted", lambda _: {})  # node -> its words, once per view
+    rooted = view.memo("recent.rooted")  # node -> its words, kept as the view grows
     for j in users:
         if int(cand[j]) not in rooted:
             rooted[int(cand[j])] = _rooted(texts[cand[j]])

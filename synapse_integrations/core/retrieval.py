@@ -165,10 +165,15 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
+def _kind_is_fact(view: Compiled, start: int = 0) -> np.ndarray:
+    return np.fromiter((t == FACT_TYPE for t in view.node_values("ctype")[start:]), dtype=bool,
+                       count=view.n - start)
+
+
 def _facts(view: Compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which nodes are sleep's facts, and the fact -> source episode edges (two arrays)."""
-    is_fact = np.fromiter((t == FACT_TYPE for t in view.node_values("ctype")), dtype=bool,
-                          count=view.n)
+    is_fact = view.derived("fact-nodes", _kind_is_fact,  # by kind: grows with the view
+                           lambda old, v, m: np.concatenate([old, _kind_is_fact(v, m)]))
     drawn = is_fact[view.src] & view.is_episode[view.dst]
     return is_fact, view.src[drawn], view.dst[drawn]
 
@@ -333,15 +338,17 @@ def _spikes(view: Compiled, act: Activation) -> Spikes | None:
                   float(act.spike_time))
 
 
-def _low_salience(view: Compiled) -> np.ndarray:
-    return np.array([bool(v) for v in view.node_values("low_salience", False)], dtype=bool)
+def _low_salience(view: Compiled, start: int = 0) -> np.ndarray:
+    return np.array([bool(v) for v in view.node_values("low_salience", False)[start:]],
+                    dtype=bool)
 
 
 def _salience(view: Compiled, cand: np.ndarray, score: np.ndarray, weight: float) -> np.ndarray:
     """Episodes the surprisal gate marked low-salience score ``weight`` of their score."""
     if weight == 1.0:
         return score
-    low = view.derived("low-salience", _low_salience)[cand]
+    low = view.derived("low-salience", _low_salience,
+                       lambda old, v, m: np.concatenate([old, _low_salience(v, m)]))[cand]
     return np.where(low, score * weight, score) if low.any() else score
 
 

@@ -235,11 +235,8 @@ class MemoryState:
 
     def set_salience(self, node_id: str, salience: float, *, low: bool) -> None:
         """Record an episode's surprisal (:mod:`.surprisal`); ``low``: under the gate's tau."""
-        node = self.graph.node(node_id)
-        node["salience"] = float(salience)
-        if low:
-            node["low_salience"] = True
-        self.graph.invalidate()
+        self.graph.set_attributes(node_id, salience=float(salience),
+                                  **({"low_salience": True} if low else {}))
 
     def newest_episode(self) -> str | None:
         """The active episode with the highest ``seq`` (None when there is none)."""
