@@ -247,3 +247,31 @@ def test_engine_a_dated_question_finds_that_days_turn(memory):
     off = memory.retrieve(q, k=6, config=SynapseConfig(date_weight=1.0))
     assert all(it.components.focus >= 0 or it.speaker == "Ed" for it in off.episodes())
     assert off.episodes()[0].id != carrot  # without the dates, a lemon cake is closer
+
+
+def test_a_speakers_name_is_embedded_when_they_first_speak_not_by_the_first_question():
+    """The names a question holds are left out of its cosines, which needs each name's
+    embedding: it is made when the speaker's first turn is stored (with the write's other
+    embedding work), so the first question that names them pays no model call."""
+    from synapse_integrations import HashingEmbedder, Synapse
+    from synapse_integrations.storage.chroma import ephemeral_client
+
+    class Counting(HashingEmbedder):
+        texts: list[str] = []
+
+        def embed_documents(self, texts):
+            Counting.texts = [*Counting.texts, *texts]
+            return super().embed_documents(texts)
+
+    emb = Counting()
+    with Synapse(None, namespace="names-at-write", embedder=emb, client=ephemeral_client()) as mem:
+        mem.add_turns([{"text": "I adopted a cat called Pickle.", "speaker": "Ann"},
+                       {"text": "Lovely! I got a dog.", "speaker": "Bo"},
+                       {"text": "Hello there", "speaker": "user"}])
+        assert {"Ann:", "Bo:"} <= set(Counting.texts) and "user:" not in Counting.texts
+        q = "What pet did Ann adopt?"
+        qv = emb.embed_query(q)
+        before = len(Counting.texts)
+        found = mem.retrieve_by_vector(q, qv)
+        assert len(Counting.texts) == before  # no name embedded at question time
+        assert found.items[0].text.endswith("Pickle.")

@@ -36,6 +36,7 @@ from ..firewall import Firewall
 from ..types import WindowReport
 from . import echoes, sleep
 from .consolidation import Consolidator
+from .documents import is_name, name_line
 from .lifecycle import Lifecycle
 from .models.mnemos import AffectTagger, affect_tag
 from .reconsolidation import reconsolidate
@@ -170,6 +171,12 @@ class Ingestor:
         salience = score_rows(rows, embs, state, self.lifecycle.predictor, cfg.surprisal_window,
                               lambda t: self.consolidator.names.embed([t])[0]) \
             if cfg.surprisal_gate else [None] * len(rows)
+        if cfg.speaker_free_cosine:  # a new speaker's name is embedded now, once per memory,
+            # not by the first question that names them (core/focus.py: names_out)
+            lines = list(dict.fromkeys(name_line(r["speaker"]) for r in rows
+                                       if is_name(r["speaker"])))
+            if lines:
+                self.consolidator.names.embed(lines)
         now = time.time()
         for r in rows:
             r["ingest_ts"] = now
