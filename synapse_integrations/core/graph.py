@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import NodeNotFoundError, SnapshotError
+from .derived import Derived, Grow
 from .dynamics import propagation_matrix
 from .scoring import pagerank_scores
 
@@ -80,11 +81,7 @@ class Compiled:
     #: learned weights of derived graphs, ``{graph: {(src id, dst id): weight}}`` (read only)
     learned: Mapping[str, Mapping[tuple[str, str], float]] = field(default_factory=dict)
     _matrices: dict[tuple[bool, float, float], sp.csr_array] = field(default_factory=dict)
-    _derived: dict[str, Any] = field(default_factory=dict)
-    # key -> grow (:meth:`derived`); key -> (value, grow, nodes it covers) taken over
-    _growers: dict[str, Callable[[Any, Compiled, int], Any]] = field(default_factory=dict)
-    _carried: dict[str, tuple[Any, Callable[[Any, Compiled, int], Any], int]] = field(
-        default_factory=dict)
+    _derived: Derived = field(default_factory=Derived)
     # cached node_values: key -> (name, default, values aligned with ids)
     _attrs: dict[str, tuple[str, Any, list[Any]]] = field(default_factory=dict)
 
@@ -113,7 +110,7 @@ class Compiled:
                               lambda old, v, m: (old[0], np.concatenate(
                                   [old[1], _aligned(old[0], v.ids[m:])])))
         if cached[0] is not values:
-            cached = self._derived["aligned"] = (values, _aligned(values, self.ids))
+            cached = self._derived.set("aligned", (values, _aligned(values, self.ids)))
         return cached[1]
 
     def edge_positions(self) -> dict[tuple[int, int], int]:
@@ -127,10 +124,7 @@ class Compiled:
         (a vectorised step); the view itself, its ids and embeddings, stay."""
         self.weight[np.asarray(positions, dtype=np.int64)] = np.asarray(weights, dtype=np.float64)
         self._matrices.clear()
-        positions_map = self._derived.get("edge-positions")
-        self._derived.clear()
-        if positions_map is not None:  # depends only on src/dst, which did not change
-            self._derived["edge-positions"] = positions_map
+        self._derived.drop(keep=("edge-positions",))  # that one reads only src/dst
 
     def attribute_changed(self, name: str, derived_prefix: str) -> None:
         """Node attribute ``name`` changed in the graph: drop its cached values and the
@@ -143,41 +137,25 @@ class Compiled:
     def drop_derived(self, prefix: str) -> None:
         """Forget the derived structures whose key starts with ``prefix`` (rebuilt when next
         asked): after a learned-weight update of one model's graph."""
-        for table in (self._derived, self._carried):
-            for key in [k for k in table if k.startswith(prefix)]:
-                del table[key]
+        self._derived.drop(prefix)
 
-    def derived(self, key: str, build: Callable[[Compiled], Any],
-                grow: Callable[[Any, Compiled, int], Any] | None = None) -> Any:
+    def derived(self, key: str, build: Callable[[Compiled], Any], grow: Grow | None = None) -> Any:
         """A structure derived from this view (a model's k-NN graph, say), built once per
-        view by ``build(view)`` and dropped with it when the graph changes. With ``grow``,
-        a view that extends this one (nodes appended) takes it over: ``grow(value, view,
-        m)`` returns it for ``view`` from ``value``, the one for its first ``m`` nodes. Only
-        for structures that read node attributes and :attr:`is_episode`, which an extension
-        leaves as they were for the old nodes (its edges and vectors may change); ``grow``
-        reads the view it is given, never one it closes over."""
-        if key not in self._derived:
-            carried = self._carried.pop(key, None)
-            self._derived[key] = build(self) if carried is None \
-                else carried[1](carried[0], self, carried[2])
-            if grow is not None:
-                self._growers[key] = grow
-        return self._derived[key]
+        view by ``build(view)`` and dropped with it when the graph changes; with ``grow``,
+        taken over by the views that extend this one (core/derived.py)."""
+        return self._derived.get(self, key, build, grow)
 
     def memo(self, key: str) -> dict[Any, Any]:
         """A dict of per-node values keyed by position, kept as the view grows (:meth:`derived`)."""
         return self.derived(key, lambda _: {}, lambda memo, view, m: memo)
 
-    def growing(self) -> list[tuple[str, Any, Callable[[Any, Compiled, int], Any], int]]:
-        """The structures a view that extends this one takes over (:meth:`derived` with
-        ``grow``), as ``(key, value, grow, nodes the value covers)``."""
-        return [(key, *entry) for key, entry in self._carried.items()] + [
-            (key, value, self._growers[key], self.n)
-            for key, value in self._derived.items() if key in self._growers]
+    def growing(self) -> list[tuple[str, Any, Grow, int]]:
+        """What a view that extends this one takes over (:meth:`Derived.growing`)."""
+        return self._derived.growing(self.n)
 
-    def carry_derived(self, growing: Iterable[tuple[str, Any, Any, int]]) -> None:
+    def carry_derived(self, growing: Iterable[tuple[str, Any, Grow, int]]) -> None:
         """Take over the :meth:`growing` structures of the view this one extends."""
-        self._carried.update((key, (value, grow, m)) for key, value, grow, m in growing)
+        self._derived.carry(growing)
 
     def times(self) -> np.ndarray:
         """Every node's event time (``ts``, epoch seconds) as floats, NaN where it has none;
@@ -241,6 +219,20 @@ class _Delta:
     reweighted: set[tuple[str, str]] = field(default_factory=set)
     removed: set[tuple[str, str]] = field(default_factory=set)
     vectors: set[str] = field(default_factory=set)
+
+
+def _with_rows(mat: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
+    """``mat`` with ``rows`` after it, in the spare rows of the buffer ``mat`` starts when it
+    has them (a new buffer, a quarter larger, when not): an extended view shares its old
+    rows with the view it replaces, which is not used again."""
+    n, need, base = mat.shape[0], mat.shape[0] + len(rows), mat.base
+    if not (isinstance(base, np.ndarray) and base.ndim == 2 and base.shape[0] >= need
+            and base.shape[1] == mat.shape[1] and base.ctypes.data == mat.ctypes.data):
+        base = np.empty((need + need // 4 + 64, mat.shape[1]), dtype=np.float32)
+        base[:n] = mat
+    if rows:
+        base[n:need] = np.stack(rows)
+    return base[:need]
 
 
 @dataclass
@@ -616,8 +608,7 @@ class MemoryGraph:
         # view this one extends is replaced by it and not used again
         index = old.index
         index.update((n, old.n + k) for k, n in enumerate(new))
-        emb = (np.concatenate([old.embeddings, np.stack([self.vectors[n] for n in new])
-                               .astype(np.float32, copy=False)]) if new else old.embeddings.copy())
+        emb = _with_rows(old.embeddings, [self.vectors[n] for n in new])
         for n in delta.vectors:
             if n in old.index:
                 emb[old.index[n]] = self.vectors[n]
