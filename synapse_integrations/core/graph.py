@@ -103,14 +103,16 @@ class Compiled:
     def n(self) -> int:
         return len(self.ids)
 
-    def aligned(self, values: dict[str, float]) -> np.ndarray:
+    def aligned(self, values: dict[str, float], vector: np.ndarray | None = None) -> np.ndarray:
         """``values`` (id -> number) as an array aligned with :attr:`ids` (0 where a node has
-        none); cached for as long as the same dict object is passed, and grown with the view."""
+        none; ``vector`` when the caller has it already); cached for as long as the same dict
+        object is passed, and grown with the view."""
         cached = self.derived("aligned", lambda v: (values, _aligned(values, v.ids)),
                               lambda old, v, m: (old[0], np.concatenate(
                                   [old[1], _aligned(old[0], v.ids[m:])])))
         if cached[0] is not values:
-            cached = self._derived.set("aligned", (values, _aligned(values, self.ids)))
+            cached = self._derived.set("aligned", (values, _aligned(values, self.ids)
+                                                   if vector is None else vector))
         return cached[1]
 
     def edge_positions(self) -> dict[tuple[int, int], int]:
@@ -650,8 +652,10 @@ class MemoryGraph:
     def refresh_pagerank(self, *, damping: float) -> None:
         """Recompute the cached, max-normalised PageRank (done at consolidation)."""
         c = self.compiled()
-        scores = pagerank_scores(c.src, c.dst, c.weight, c.n, damping=damping)
+        scores = np.asarray(pagerank_scores(c.src, c.dst, c.weight, c.n, damping=damping),
+                            dtype=np.float64)
         self.pagerank = {n: float(s) for n, s in zip(c.ids, scores)}
+        c.aligned(self.pagerank, scores)  # the scores are in the view's order already
 
     def pagerank_array(self, ids_idx: np.ndarray) -> np.ndarray:
         """Cached PageRank of compiled positions ``ids_idx`` (0 for nodes added since the
