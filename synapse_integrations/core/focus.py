@@ -71,7 +71,7 @@ import numpy as np
 
 from .documents import is_name, name_line
 from .echoes import is_role
-from .gate import named_subjects
+from .gate import named_subjects, speaker_names
 from .scoring import cosine_without, without_scale
 from .tokens import FIRST_PERSON, MONTH, NUMERIC_DATE, YEAR
 
@@ -95,29 +95,30 @@ _PERIODS = {"day": "day", "week": "day", "month": "month", "year": "year"}
 _PARSE_LOCK = threading.Lock()
 
 
-Speakers = tuple[list[str], dict[Any, int], np.ndarray]
+Codes = tuple[dict[Any, int], np.ndarray]
 
 
-def _speakers(view: Any, old: Speakers | None = None, m: int = 0) -> Speakers:
-    """The memory's speaker names, a small integer per speaker, and each episode's (-1 for
-    other nodes); grown from ``old``, the first ``m`` nodes'."""
+def _codes(view: Any, old: Codes | None = None, m: int = 0) -> Codes:
+    """A small integer per speaker, and each episode's (-1 for other nodes); grown from
+    ``old``, the first ``m`` nodes'."""
     names = view.node_values("speaker")
-    codes: dict[Any, int] = {} if old is None else dict(old[1])
+    codes: dict[Any, int] = {} if old is None else dict(old[0])
     out = np.full(view.n, -1, dtype=np.int64)
     if old is not None:
-        out[:m] = old[2]
+        out[:m] = old[1]
     for i in (m + np.flatnonzero(view.is_episode[m:])).tolist():
         out[i] = codes.setdefault(names[i], len(codes))
-    return sorted(s for s in codes if isinstance(s, str) and s), codes, out
+    return codes, out
 
 
-def _speaker_codes(view: Any) -> Speakers:
-    return view.derived("focus.speakers", _speakers, lambda old, v, m: _speakers(v, old, m))
+def _speaker_codes(view: Any) -> Codes:
+    return view.derived("focus.speakers", _codes, lambda old, v, m: _codes(v, old, m))
 
 
 def speakers(view: Any) -> list[str]:
-    """The names of the memory's speakers (cached per view, grown with it)."""
-    return _speaker_codes(view)[0]
+    """The names of the memory's speakers (the gate's reading of them:
+    :func:`~synapse_integrations.core.gate.speaker_names`)."""
+    return speaker_names(view)
 
 
 def named_speaker(view: Any, query: str) -> str | None:
@@ -287,7 +288,7 @@ def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
     if speaker_weight < 1.0 or role_weight < 1.0:
         who = named_speaker(view, query)
         if who is not None:
-            _, codes, of = _speaker_codes(view)
+            codes, of = _speaker_codes(view)
             other = view.is_episode[cand] & (of[cand] != codes[who])
             factor[other] *= speaker_weight
         elif (users := user_turns(view)) is not None:

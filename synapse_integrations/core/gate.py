@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EVIDENCE_TURNS", "FRAME_WORDS", "attribute_terms", "attribution_gap", "concept_links",
            "decide", "evaluate", "inflections", "named_subjects", "presence", "resolve_terms",
-           "semantic_cover", "term_presence", "turn_about"]
+           "semantic_cover", "speaker_names", "term_presence", "turn_about"]
 
 #: embeds words (one unit row each), e.g. the engine's cached concept-name embedder
 WordVectors = Callable[[Sequence[str]], np.ndarray]
@@ -277,6 +277,14 @@ def _speaker_array(view: Compiled) -> np.ndarray:
     return view.derived("gate.speakers", of, lambda old, v, m: np.concatenate([old, of(v, m)]))
 
 
+def speaker_names(view: Compiled) -> list[str]:
+    """The names of the memory's speakers (its episodes'), sorted; cached per view and
+    grown with it."""
+    return view.derived("gate.names", lambda v: _names(_speaker_array(v)[v.is_episode]),
+                        lambda old, v, m: sorted({*old, *_names(
+                            _speaker_array(v)[m:][v.is_episode[m:]])}))
+
+
 def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
              confidence: float, eligible: np.ndarray, words: WordVectors | None = None,
              found: Sequence[int] = ()) -> GateVerdict:
@@ -290,12 +298,8 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
     if topic_ok and cfg.use_evidence_gate:
         # per view, not per query: the speakers (and their names, without filters)
         spk = _speaker_array(view)
-        if np.array_equal(eligible, view.is_episode):
-            speakers = view.derived("gate.names", lambda v: _names(spk[v.is_episode]),
-                                    lambda old, v, m: sorted({*old, *_names(
-                                        _speaker_array(v)[m:][v.is_episode[m:]])}))
-        else:
-            speakers = _names(spk[eligible])
+        speakers = speaker_names(view) if np.array_equal(eligible, view.is_episode) \
+            else _names(spk[eligible])
         named = named_subjects(query, speakers)
         if not named and cfg.gate_first_person in speakers and FIRST_PERSON.search(query):
             named = [cfg.gate_first_person]  # "my", "I": the user asking about themself

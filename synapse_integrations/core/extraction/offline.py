@@ -264,7 +264,9 @@ class OfflineExtractor(BaseExtractor):
                 speaker_keys.setdefault(name.lower(), name)
                 speaker_keys.setdefault(name.split()[0].lower(), name)
 
-        tokenized = [(turn, _tokenize(_strip_speaker_prefix(turn))) for turn in window]
+        # the turn's own words, without the "<speaker>: " the engine's episode text opens with
+        tokenized = [(turn, _tokenize(without_speaker(turn.speaker, turn.text)))
+                     for turn in window]
 
         # words the window writes capitalised mid-sentence: evidence that a capitalised
         # sentence-initial word is a name, not a common word
@@ -401,11 +403,6 @@ def _fair_share(ranked: list[_Candidate], turn_ids: list[str], per_turn: int,
 
 _KIND_RANK = {"speaker": 0, "entity": 1, "phrase": 2}
 _MIN_PHRASE_MENTIONS = 2
-
-
-def _strip_speaker_prefix(turn: Turn) -> str:
-    """The turn's text without a leading ``"<speaker>: "`` (the engine's episode text)."""
-    return without_speaker(turn.speaker, turn.text)
 
 
 def _name_spans(tokens: list[_Token], known: set[str]) -> Iterable[list[int]]:
