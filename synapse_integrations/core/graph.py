@@ -223,6 +223,11 @@ class _Delta:
     vectors: set[str] = field(default_factory=set)
 
 
+def _extended(values: list[Any], more: Iterable[Any]) -> list[Any]:
+    values.extend(more)
+    return values
+
+
 def _with_rows(mat: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
     """``mat`` with ``rows`` after it, in the spare rows of the buffer ``mat`` starts when it
     has them (a new buffer, a quarter larger, when not): an extended view shares its old
@@ -644,7 +649,9 @@ class MemoryGraph:
             [nodes[n].get("kind") == "episode" for n in new], dtype=bool)])
         view = Compiled(ids, index, emb, src, dst, w, is_ep,
                         node_attr=_attribute_reader(nodes, ids), learned=self.learned)
-        view.carry_attributes((name, default, values + [nodes[n].get(name, default) for n in new])
+        # the old view's value lists grow in place (it is not used again, as with the index)
+        view.carry_attributes((name, default, _extended(values, (nodes[n].get(name, default)
+                                                                for n in new)))
                               for name, default, values in old.cached_attributes())
         view.carry_derived(old.growing())
         return view
