@@ -28,12 +28,12 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import NodeNotFoundError, SnapshotError
-from .derived import Derived, Grow
-from .dynamics import propagation_matrix
 from .scoring import pagerank_scores
+from .view import Compiled
+
+__all__ = ["EDGE_KINDS", "Compiled", "MemoryGraph", "temporal_weight"]
 
 
 #: The kinds of edge the graph holds.
@@ -47,159 +47,6 @@ def temporal_weight(dt_seconds: float, *, rho: float, seconds_per_unit: float) -
     0.7866
     """
     return math.exp(-rho * abs(dt_seconds) / seconds_per_unit)
-
-
-def _aligned(values: Mapping[str, float], ids: Sequence[str]) -> np.ndarray:
-    return np.fromiter((values.get(n, 0.0) for n in ids), dtype=np.float64, count=len(ids))
-
-
-@dataclass
-class Compiled:
-    """Array view of the active graph used by retrieval (derived, cached until the graph
-    changes). This is the ``GraphView`` a retrieval model reads
-    (:mod:`synapse_integrations.core.models`): node ``k`` is ``ids[k]``, edges are the
-    parallel arrays ``src -> dst`` with ``weight``.
-
-    >>> import numpy as np
-    >>> view = Compiled.from_arrays(["a", "b"], np.eye(2, dtype=np.float32),
-    ...                             src=[0], dst=[1], weight=[0.5], is_episode=[True, False])
-    >>> view.n, view.index["b"], float(view.propagation(use_fan_effect=True).toarray()[1, 0])
-    (2, 1, 0.5)
-    >>> view.derived("double", lambda v: 2 * v.n)
-    4
-    """
-
-    ids: list[str]
-    index: dict[str, int]
-    embeddings: np.ndarray  # (n, d) unit rows
-    src: np.ndarray
-    dst: np.ndarray
-    weight: np.ndarray
-    is_episode: np.ndarray
-    # attribute name -> value per node (aligned with ids); None when built from arrays
-    node_attr: Callable[[str, Any], list[Any]] | None = None
-    #: learned weights of derived graphs, ``{graph: {(src id, dst id): weight}}`` (read only)
-    learned: Mapping[str, Mapping[tuple[str, str], float]] = field(default_factory=dict)
-    _matrices: dict[tuple[bool, float, float], sp.csr_array] = field(default_factory=dict)
-    _derived: Derived = field(default_factory=Derived)
-    # cached node_values: key -> (name, default, values aligned with ids)
-    _attrs: dict[str, tuple[str, Any, list[Any]]] = field(default_factory=dict)
-
-    @classmethod
-    def from_arrays(cls, ids: Sequence[str], embeddings: np.ndarray, *, src: Sequence[int],
-                    dst: Sequence[int], weight: Sequence[float], is_episode: Sequence[bool],
-                    attrs: dict[str, Sequence[Any]] | None = None) -> Compiled:
-        """A view built directly from arrays (tests, benchmarks, hand-made graphs);
-        ``attrs`` maps an attribute name to its value per node."""
-        ids = list(ids)
-        table = {k: list(v) for k, v in (attrs or {}).items()}
-        return cls(ids, {n: k for k, n in enumerate(ids)},
-                   np.asarray(embeddings, dtype=np.float32),
-                   np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                   np.asarray(weight, dtype=np.float64), np.asarray(is_episode, dtype=bool),
-                   node_attr=lambda name, default: table.get(name, [default] * len(ids)))
-
-    @property
-    def n(self) -> int:
-        return len(self.ids)
-
-    def aligned(self, values: dict[str, float], vector: np.ndarray | None = None) -> np.ndarray:
-        """``values`` (id -> number) as an array aligned with :attr:`ids` (0 where a node has
-        none; ``vector`` when the caller has it already); cached for as long as the same dict
-        object is passed, and grown with the view."""
-        cached = self.derived("aligned", lambda v: (values, _aligned(values, v.ids)),
-                              lambda old, v, m: (old[0], np.concatenate(
-                                  [old[1], _aligned(old[0], v.ids[m:])])))
-        if cached[0] is not values:
-            cached = self._derived.set("aligned", (values, _aligned(values, self.ids)
-                                                   if vector is None else vector))
-        return cached[1]
-
-    def edge_positions(self) -> dict[tuple[int, int], int]:
-        """``(src index, dst index) -> position`` in the edge arrays (built once per view)."""
-        return self.derived("edge-positions", lambda v: {
-            (int(a), int(b)): k for k, (a, b) in enumerate(zip(v.src, v.dst))})
-
-    def set_weights(self, positions: np.ndarray, weights: np.ndarray) -> None:
-        """Change edge weights in place (``weight[positions] = weights``). The derived
-        matrices and structures are dropped and rebuilt from the arrays when next asked
-        (a vectorised step); the view itself, its ids and embeddings, stay."""
-        self.weight[np.asarray(positions, dtype=np.int64)] = np.asarray(weights, dtype=np.float64)
-        self._matrices.clear()
-        self._derived.drop(keep=("edge-positions",))  # that one reads only src/dst
-
-    def attribute_changed(self, name: str, derived_prefix: str) -> None:
-        """Node attribute ``name`` changed in the graph: drop its cached values and the
-        derived structures whose key starts with ``derived_prefix`` (the rest of the view
-        stays)."""
-        for key in [k for k, (attr, _, _) in self._attrs.items() if attr == name]:
-            del self._attrs[key]
-        self.drop_derived(derived_prefix)
-
-    def drop_derived(self, prefix: str) -> None:
-        """Forget the derived structures whose key starts with ``prefix`` (rebuilt when next
-        asked): after a learned-weight update of one model's graph."""
-        self._derived.drop(prefix)
-
-    def derived(self, key: str, build: Callable[[Compiled], Any], grow: Grow | None = None) -> Any:
-        """A structure derived from this view (a model's k-NN graph, say), built once per
-        view by ``build(view)`` and dropped with it when the graph changes; with ``grow``,
-        taken over by the views that extend this one (core/derived.py)."""
-        return self._derived.get(self, key, build, grow)
-
-    def memo(self, key: str) -> dict[Any, Any]:
-        """A dict of per-node values keyed by position, kept as the view grows (:meth:`derived`)."""
-        return self.derived(key, lambda _: {}, lambda memo, view, m: memo)
-
-    def growing(self) -> list[tuple[str, Any, Grow, int]]:
-        """What a view that extends this one takes over (:meth:`Derived.growing`)."""
-        return self._derived.growing(self.n)
-
-    def carry_derived(self, growing: Iterable[tuple[str, Any, Grow, int]]) -> None:
-        """Take over the :meth:`growing` structures of the view this one extends."""
-        self._derived.carry(growing)
-
-    def times(self) -> np.ndarray:
-        """Every node's event time (``ts``, epoch seconds) as floats, NaN where it has none;
-        derived once per view."""
-        def build(v: Compiled, start: int = 0) -> np.ndarray:
-            return np.array([np.nan if t is None else t for t in v.node_values("ts")[start:]],
-                            dtype=np.float64)
-        return self.derived("times", build, lambda old, v, m: np.concatenate([old, build(v, m)]))
-
-    def node_values(self, name: str, default: Any = None) -> list[Any]:
-        """The node attribute ``name`` for every node, aligned with :attr:`ids` (``default``
-        where a node lacks it): ``ts`` (event time, epoch seconds), ``speaker``, ...
-        Cached per view."""
-        key = f"{name}\x00{default!r}"
-        if key not in self._attrs:
-            self._attrs[key] = (name, default, self.node_attr(name, default)
-                                if self.node_attr is not None else [default] * self.n)
-        return self._attrs[key][2]
-
-    def cached_attributes(self) -> list[tuple[str, Any, list[Any]]]:
-        """The node attributes read so far through :meth:`node_values`, as ``(name,
-        default, values)`` (what an extended view can carry over instead of reading again)."""
-        return list(self._attrs.values())
-
-    def carry_attributes(self, cached: Iterable[tuple[str, Any, list[Any]]]) -> None:
-        """Seed the :meth:`node_values` cache with values already aligned with :attr:`ids`."""
-        for name, default, values in cached:
-            if len(values) != self.n:
-                raise ValueError(f"{name!r}: {len(values)} values for {self.n} nodes")
-            self._attrs[f"{name}\x00{default!r}"] = (name, default, values)
-
-    def propagation(self, *, use_fan_effect: bool, fan_exponent: float = 1.0,
-                    fan_in_exponent: float = 0.0) -> sp.csr_array:
-        key = (use_fan_effect, float(fan_exponent) if use_fan_effect else 0.0,
-               float(fan_in_exponent) if use_fan_effect else 0.0)
-        m = self._matrices.get(key)
-        if m is None:
-            m = propagation_matrix(self.src, self.dst, self.weight, self.n,
-                                   use_fan_effect=use_fan_effect, fan_exponent=fan_exponent,
-                                   fan_in_exponent=fan_in_exponent)
-            self._matrices[key] = m
-        return m
 
 
 def _attribute_reader(nodes: Any, ids: list[str]) -> Callable[[str, Any], list[Any]]:
