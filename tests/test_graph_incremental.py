@@ -31,6 +31,12 @@ def _assert_same(a, b) -> None:
     for x, y in zip(ca[1:], cb[1:]):
         np.testing.assert_array_equal(x, y)
     assert a.index == b.index
+    # the edge arrays are in (src, dst) order in both, not only equal as sets
+    for view in (a, b):
+        key = view.src * view.n + view.dst
+        assert (np.diff(key) > 0).all()
+    for x, y in ((a.src, b.src), (a.dst, b.dst), (a.weight, b.weight)):
+        np.testing.assert_array_equal(x, y)
 
 
 def _unit(*xs: float) -> np.ndarray:

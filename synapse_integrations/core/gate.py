@@ -208,19 +208,27 @@ def term_presence(covered: np.ndarray, weights: np.ndarray, allowed: np.ndarray)
     return float(share[best]), best
 
 
-def concept_links(view: Compiled) -> tuple[np.ndarray, sp.csr_array]:
-    """The vectors of ``view``'s concept nodes (rows) and the turns x concepts matrix of
-    the edges linking each episode to them (cached per view)."""
-    def build(v: Compiled) -> tuple[np.ndarray, sp.csr_array]:
-        is_concept = np.array([k == "concept" for k in v.node_values("kind")], dtype=bool)
-        pos = np.flatnonzero(is_concept)
-        col = np.full(v.n, -1, dtype=np.int64)
-        col[pos] = np.arange(pos.size)
-        keep = v.is_episode[v.src] & is_concept[v.dst]
-        links = sp.csr_array((np.ones(int(keep.sum())), (v.src[keep], col[v.dst[keep]])),
-                             shape=(v.n, pos.size))
-        return np.ascontiguousarray(v.embeddings[pos], dtype=np.float32), links
-    return view.derived("gate.concepts", build)
+def concept_links(view: Compiled, rows: np.ndarray) -> tuple[np.ndarray, sp.csr_array]:
+    """The concepts the episodes ``rows`` link to (their out-edges to concept nodes, read
+    from the view's edge slices): the concepts' vectors, and the rows x concepts matrix.
+
+    >>> import numpy as np
+    >>> from synapse_integrations.core.graph import Compiled
+    >>> v = Compiled.from_arrays(["t", "c", "d"], np.eye(3, dtype=np.float32), src=[0, 0],
+    ...                          dst=[1, 2], weight=[1.0, 1.0], is_episode=[True, False, False],
+    ...                          attrs={"kind": ["episode", "concept", "concept"]})
+    >>> vecs, links = concept_links(v, np.array([0]))
+    >>> vecs.tolist(), links.toarray().tolist()
+    ([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], [[1.0, 1.0]])
+    """
+    kinds = view.node_values("kind")
+    pairs = [(r, int(c)) for r, i in enumerate(rows.tolist()) if view.is_episode[i]
+             for c in view.out_neighbors(i) if kinds[c] == "concept"]
+    linked = sorted({c for _, c in pairs})
+    col = {c: k for k, c in enumerate(linked)}
+    links = sp.csr_array((np.ones(len(pairs)), ([r for r, _ in pairs], [col[c] for _, c in pairs])),
+                         shape=(rows.size, len(linked)))
+    return view.embeddings[np.array(linked, dtype=np.int64)], links
 
 
 def decide(*, topic_ok: bool, confidence: float, tau: float, signal: str,
@@ -385,11 +393,8 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
             vecs = np.asarray(words(terms + vocab), dtype=np.float32)
             vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
             thr = cfg.gate_presence_similarity
-            concepts, links = concept_links(view)
-            sub = links[rows]  # only the concepts these turns link: a few dozen
-            linked = np.unique(sub.indices)
-            covered[rows] |= semantic_cover(vecs[:len(terms)], concepts[linked],
-                                            sp.csr_array(sub[:, linked]), thr)
+            concepts, links = concept_links(view, rows)  # a few dozen
+            covered[rows] |= semantic_cover(vecs[:len(terms)], concepts, links, thr)
             if vocab:
                 col = {t: k for k, t in enumerate(vocab)}
                 pairs = [(r, col[t]) for r, i in enumerate(rows.tolist()) for t in tokens[i]]

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import NodeNotFoundError, SnapshotError
 from .scoring import pagerank_scores
-from .view import Compiled
+from .view import Compiled, edge_order
 
 __all__ = ["EDGE_KINDS", "Compiled", "MemoryGraph", "temporal_weight"]
 
@@ -295,9 +295,10 @@ class MemoryGraph:
                 changed.append((u, v, float(w)))
         c = self.compiled() if self._compiled is not None else None  # take pending changes
         if changed and c is not None:
-            pos = c.edge_positions()
-            c.set_weights(np.array([pos[(c.index[u], c.index[v])] for u, v, _ in changed]),
-                          np.array([w for _, _, w in changed]))
+            pos = c.edge_positions(np.array([c.index[u] for u, _, _ in changed]),
+                                   np.array([c.index[v] for _, v, _ in changed]))
+            held = pos >= 0  # all of them: the view took the pending changes above
+            c.set_weights(pos[held], np.array([w for _, _, w in changed])[held])
         return len(changed)
 
     def append_to_attribute(self, name: str, values: Mapping[str, Any], *, keep: int,
@@ -440,6 +441,8 @@ class MemoryGraph:
             w = np.empty(m, dtype=np.float64)
             for k, (u, v, d) in enumerate(self.g.edges(data="weight")):
                 src[k], dst[k], w[k] = index[u], index[v], d
+            order = edge_order(src, dst, len(ids))  # the view's edges are in (src, dst) order
+            src, dst, w = src[order], dst[order], w[order]
             kinds = nx.get_node_attributes(self.g, "kind")
             is_ep = np.fromiter((kinds[n] == "episode" for n in ids), dtype=bool, count=len(ids))
             nodes = self.g.nodes
@@ -450,10 +453,9 @@ class MemoryGraph:
 
     def _extend(self, old: Compiled, delta: _Delta) -> Compiled:
         """A new view: ``old`` with the delta's nodes appended (graph order), its vectors
-        replaced, edge weights changed, pruned edges dropped and new edges appended; the
-        node attributes ``old`` had read carried over. Equal to a rebuild up to the order
-        of the edge arrays (the propagation operators are canonical sparse matrices, so
-        every kernel computes the same)."""
+        replaced, edge weights changed, pruned edges dropped and new edges merged in; the
+        node attributes ``old`` had read carried over. Equal to a rebuild, the edge arrays
+        in (src, dst) order as there."""
         g, nodes = self.g, self.g.nodes
         new = list(dict.fromkeys(n for n in delta.nodes if n in g))
         ids = old.ids + new
@@ -468,16 +470,15 @@ class MemoryGraph:
                 emb[old.index[n]] = self.vectors[n]
         weight = old.weight.copy()
         keep = np.ones(old.src.size, dtype=bool)
+        n = len(ids)
+        key = old.src * n + old.dst  # ascending: a view's edges are in (src, dst) order
         if delta.reweighted or delta.removed:
-            key = old.src * len(ids) + old.dst
-            order = np.argsort(key, kind="stable")
-
             def position(u: str, v: str) -> int:
-                if u not in old.index or v not in old.index:
+                a, b = index.get(u, n), index.get(v, n)
+                if a >= old.n or b >= old.n:
                     return -1  # an edge of a node the old view did not have
-                k = old.index[u] * len(ids) + old.index[v]
-                at = int(np.searchsorted(key, k, sorter=order))
-                return int(order[at]) if at < key.size and key[order[at]] == k else -1
+                at = int(np.searchsorted(key, a * n + b))
+                return at if at < key.size and key[at] == a * n + b else -1
 
             for u, v in delta.removed:
                 at = position(u, v)
@@ -488,10 +489,14 @@ class MemoryGraph:
                 if at >= 0 and keep[at] and g.has_edge(u, v):
                     weight[at] = g.edges[u, v]["weight"]
         added = [(u, v) for u, v in dict.fromkeys(delta.edges) if g.has_edge(u, v)]
-        src = np.concatenate([old.src[keep], np.array([index[u] for u, _ in added], np.int64)])
-        dst = np.concatenate([old.dst[keep], np.array([index[v] for _, v in added], np.int64)])
-        w = np.concatenate([weight[keep], np.array([g.edges[e]["weight"] for e in added],
-                                                    np.float64)])
+        a_src = np.array([index[u] for u, _ in added], np.int64)
+        a_dst = np.array([index[v] for _, v in added], np.int64)
+        a_w = np.array([g.edges[e]["weight"] for e in added], np.float64)
+        order = edge_order(a_src, a_dst, n)  # the new edges merged in, keeping the order
+        at = np.searchsorted(key[keep], a_src[order] * n + a_dst[order])
+        src = np.insert(old.src[keep], at, a_src[order])
+        dst = np.insert(old.dst[keep], at, a_dst[order])
+        w = np.insert(weight[keep], at, a_w[order])
         is_ep = np.concatenate([old.is_episode, np.array(
             [nodes[n].get("kind") == "episode" for n in new], dtype=bool)])
         view = Compiled(ids, index, emb, src, dst, w, is_ep,

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..config import SynapseConfig
 from ..errors import InvalidInputError, InvalidTypeError
@@ -467,17 +466,12 @@ def activation_vector(view: Compiled, run: Pass) -> np.ndarray:
     return full
 
 
-def _out_adjacency(view: Compiled) -> sp.csr_array:
-    return sp.csr_array((np.ones(view.src.size), (view.src, view.dst)), shape=(view.n, view.n))
-
-
 def _led_by(view: Compiled, idx: int, activation: np.ndarray | None) -> tuple[str, ...]:
     """Names of the concepts an episode links to that this query activated, strongest
     first (at most 5): the concepts that led to it."""
     if activation is None or not view.is_episode[idx]:
         return ()
-    adj = view.derived("out-adjacency", _out_adjacency)
-    nbrs = adj.indices[adj.indptr[idx]:adj.indptr[idx + 1]]
+    nbrs = view.out_neighbors(idx)
     nbrs = nbrs[~view.is_episode[nbrs] & (activation[nbrs] > 0)]
     if nbrs.size == 0:
         return ()

@@ -20,11 +20,20 @@ import scipy.sparse as sp
 from .derived import Derived, Grow
 from .dynamics import propagation_matrix
 
-__all__ = ["Compiled"]
+__all__ = ["Compiled", "edge_order"]
 
 
 def _aligned(values: Mapping[str, float], ids: Sequence[str]) -> np.ndarray:
     return np.fromiter((values.get(n, 0.0) for n in ids), dtype=np.float64, count=len(ids))
+
+
+def edge_order(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    """The permutation that puts edges ``src -> dst`` among ``n`` nodes in ``(src, dst)`` order.
+
+    >>> edge_order(np.array([1, 0, 1]), np.array([0, 2, 1]), 3).tolist()
+    [1, 0, 2]
+    """
+    return np.argsort(np.asarray(src, dtype=np.int64) * max(n, 1) + dst, kind="stable")
 
 
 @dataclass
@@ -32,7 +41,9 @@ class Compiled:
     """Array view of the active graph used by retrieval (derived, cached until the graph
     changes). This is the ``GraphView`` a retrieval model reads
     (:mod:`synapse_integrations.core.models`): node ``k`` is ``ids[k]``, edges are the
-    parallel arrays ``src -> dst`` with ``weight``.
+    parallel arrays ``src -> dst`` with ``weight``, in ``(src, dst)`` order (:func:`edge_order`):
+    a node's out-edges are one slice (:meth:`out_neighbors`), and the sparse operators are
+    built without sorting.
 
     >>> import numpy as np
     >>> view = Compiled.from_arrays(["a", "b"], np.eye(2, dtype=np.float32),
@@ -67,15 +78,21 @@ class Compiled:
         ``attrs`` maps an attribute name to its value per node."""
         ids = list(ids)
         table = {k: list(v) for k, v in (attrs or {}).items()}
+        s, d = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        order = edge_order(s, d, len(ids))
         return cls(ids, {n: k for k, n in enumerate(ids)},
-                   np.asarray(embeddings, dtype=np.float32),
-                   np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                   np.asarray(weight, dtype=np.float64), np.asarray(is_episode, dtype=bool),
+                   np.asarray(embeddings, dtype=np.float32), s[order], d[order],
+                   np.asarray(weight, dtype=np.float64)[order], np.asarray(is_episode, dtype=bool),
                    node_attr=lambda name, default: table.get(name, [default] * len(ids)))
 
     @property
     def n(self) -> int:
         return len(self.ids)
+
+    def out_neighbors(self, i: int) -> np.ndarray:
+        """The heads of node ``i``'s out-edges, ascending (one slice of the edge arrays)."""
+        lo, hi = np.searchsorted(self.src, (i, i + 1))
+        return self.dst[lo:hi]
 
     def aligned(self, values: dict[str, float], vector: np.ndarray | None = None) -> np.ndarray:
         """``values`` (id -> number) as an array aligned with :attr:`ids` (0 where a node has
@@ -89,10 +106,21 @@ class Compiled:
                                                    if vector is None else vector))
         return cached[1]
 
-    def edge_positions(self) -> dict[tuple[int, int], int]:
-        """``(src index, dst index) -> position`` in the edge arrays (built once per view)."""
-        return self.derived("edge-positions", lambda v: {
-            (int(a), int(b)): k for k, (a, b) in enumerate(zip(v.src, v.dst))})
+    def edge_positions(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Where the edges ``src[k] -> dst[k]`` (node positions) are in the edge arrays
+        (a binary search: they are in (src, dst) order); -1 for a pair that is no edge.
+
+        >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3, dtype=np.float32), src=[2, 0],
+        ...                          dst=[0, 1], weight=[1.0, 1.0], is_episode=[True] * 3)
+        >>> v.edge_positions([2, 0, 1], [0, 1, 2]).tolist()
+        [1, 0, -1]
+        """
+        key = self.src * self.n + self.dst
+        want = np.asarray(src, dtype=np.int64) * self.n + np.asarray(dst, dtype=np.int64)
+        if key.size == 0:
+            return np.full(want.shape, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(key, want), key.size - 1)
+        return np.where(key[at] == want, at, -1)
 
     def set_weights(self, positions: np.ndarray, weights: np.ndarray) -> None:
         """Change edge weights in place (``weight[positions] = weights``). The derived
@@ -100,7 +128,7 @@ class Compiled:
         (a vectorised step); the view itself, its ids and embeddings, stay."""
         self.weight[np.asarray(positions, dtype=np.int64)] = np.asarray(weights, dtype=np.float64)
         self._matrices.clear()
-        self._derived.drop(keep=("edge-positions",))  # that one reads only src/dst
+        self._derived.drop()
 
     def attribute_changed(self, name: str, derived_prefix: str) -> None:
         """Node attribute ``name`` changed in the graph: drop its cached values and the
