@@ -11,7 +11,6 @@ pytest.importorskip("langchain_core")
 
 from _adapter_data import ANSWERABLE, UNANSWERABLE, demo_turns  # noqa: E402
 from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
-from langchain_core.documents import Document  # noqa: E402
 from langchain_core.language_models.fake_chat_models import (  # noqa: E402
     FakeListChatModel,
     FakeMessagesListChatModel,

@@ -109,7 +109,7 @@ def test_engine_block_and_allow_and_overrides(tmp_path):
     mem = Synapse(tmp_path / "m", embedder=HashEmbedder(), firewall=cfg)
     before = len(mem.graph)
     with pytest.raises(FirewallBlockedError) as info:
-        mem.add_turns(["harmless first turn", f"the db is postgres://u:pw12345@h/x"])
+        mem.add_turns(["harmless first turn", "the db is postgres://u:pw12345@h/x"])
     assert info.value.categories == ("url_password",)
     assert "pw12345" not in str(info.value) and "nothing was stored" in str(info.value)
     assert len(mem.graph) == before  # the whole batch was refused

@@ -6,7 +6,6 @@ without bound, ``42`` vs ``"42"``, dropping a namespace without a trace (9)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 

@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from synapse_integrations import Synapse, SynapseConfig
+from synapse_integrations import Synapse
 
 U, A = "user", "assistant"
 PETS_AND_WORK = [(U, "I moved to Denver last month."), (A, "Congrats on the move! How do you like it?"),

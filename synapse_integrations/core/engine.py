@@ -30,8 +30,6 @@ async twins         every method above with an ``a`` prefix
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import shutil
 import tempfile

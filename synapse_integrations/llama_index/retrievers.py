@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Optional
 
 from .._adapter_utils import feedback_engine, item_metadata, memory_ids, require
 from ..gate_judge import LLMGateJudge
