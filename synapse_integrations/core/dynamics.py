@@ -121,14 +121,14 @@ def propagation_matrix(
     if not (math.isfinite(fan_in_exponent) and fan_in_exponent >= 0):
         raise InvalidInputError(
             f"fan_in_exponent must be a finite number >= 0, got {fan_in_exponent!r}")
-    if use_fan_effect and src.size and fan_exponent != 0:
+    if use_fan_effect and src.size and fan_exponent != 0:  # powers per node, not per edge
         fan = np.bincount(src, minlength=n).astype(np.float64)
-        values = weight / (fan[src] if fan_exponent == 1 else np.power(fan[src], fan_exponent))
+        values = weight / (fan if fan_exponent == 1 else np.power(fan, fan_exponent))[src]
     else:
         values = weight
     if use_fan_effect and src.size and fan_in_exponent != 0:
         fan_in = np.bincount(dst, minlength=n).astype(np.float64)
-        values = values / np.power(fan_in[dst], fan_in_exponent)
+        values = values / np.power(fan_in, fan_in_exponent)[dst]
     return sp.csr_array((values, (dst, src)), shape=(n, n))
 
 
