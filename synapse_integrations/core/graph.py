@@ -470,15 +470,15 @@ class MemoryGraph:
                 emb[old.index[n]] = self.vectors[n]
         weight = old.weight.copy()
         keep = np.ones(old.src.size, dtype=bool)
-        n = len(ids)
-        key = old.src * n + old.dst  # ascending: a view's edges are in (src, dst) order
+        size = len(ids)
+        key = old.src * size + old.dst  # ascending: a view's edges are in (src, dst) order
         if delta.reweighted or delta.removed:
             def position(u: str, v: str) -> int:
-                a, b = index.get(u, n), index.get(v, n)
+                a, b = index.get(u, size), index.get(v, size)
                 if a >= old.n or b >= old.n:
                     return -1  # an edge of a node the old view did not have
-                at = int(np.searchsorted(key, a * n + b))
-                return at if at < key.size and key[at] == a * n + b else -1
+                at = int(np.searchsorted(key, a * size + b))
+                return at if at < key.size and key[at] == a * size + b else -1
 
             for u, v in delta.removed:
                 at = position(u, v)
@@ -492,8 +492,8 @@ class MemoryGraph:
         a_src = np.array([index[u] for u, _ in added], np.int64)
         a_dst = np.array([index[v] for _, v in added], np.int64)
         a_w = np.array([g.edges[e]["weight"] for e in added], np.float64)
-        order = edge_order(a_src, a_dst, n)  # the new edges merged in, keeping the order
-        at = np.searchsorted(key[keep], a_src[order] * n + a_dst[order])
+        order = edge_order(a_src, a_dst, size)  # the new edges merged in, keeping the order
+        at = np.searchsorted(key[keep], a_src[order] * size + a_dst[order])
         src = np.insert(old.src[keep], at, a_src[order])
         dst = np.insert(old.dst[keep], at, a_dst[order])
         w = np.insert(weight[keep], at, a_w[order])

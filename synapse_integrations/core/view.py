@@ -90,7 +90,14 @@ class Compiled:
         return len(self.ids)
 
     def out_neighbors(self, i: int) -> np.ndarray:
-        """The heads of node ``i``'s out-edges, ascending (one slice of the edge arrays)."""
+        """The heads of node ``i``'s out-edges, ascending (one slice of the edge arrays).
+
+        >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3, dtype=np.float32),
+        ...                          src=[1, 0, 1], dst=[2, 1, 0], weight=[1.0] * 3,
+        ...                          is_episode=[True] * 3)
+        >>> v.out_neighbors(1).tolist(), v.out_neighbors(2).tolist()
+        ([0, 2], [])
+        """
         lo, hi = np.searchsorted(self.src, (i, i + 1))
         return self.dst[lo:hi]
 
