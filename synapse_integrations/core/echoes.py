@@ -118,8 +118,7 @@ def demote(view: Any, cand: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, 
     change = np.zeros(score.shape)
     if cand.size == 0:
         return score, change
-    sources = view.derived("echo-sources", _sources,  # a source removed rebuilds the view
-                           lambda old, v, m: np.concatenate([old, _sources(v, m)]))
+    sources = view.per_node("echo-sources", _sources)  # a source removed rebuilds the view
     src = sources[cand]
     if not np.any(src >= 0):
         return score, change

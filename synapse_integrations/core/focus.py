@@ -76,7 +76,7 @@ from .scoring import cosine_without, without_scale
 from .tokens import FIRST_PERSON, MONTH, NUMERIC_DATE, YEAR
 
 __all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "Names", "asks_assistant", "date_scope", "focus",
-           "named_dates", "named_speaker", "names_out", "speakers", "user_turns"]
+           "named_dates", "named_speaker", "names_out", "user_turns"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,17 +115,11 @@ def _speaker_codes(view: Any) -> Codes:
     return view.derived("focus.speakers", _codes, lambda old, v, m: _codes(v, old, m))
 
 
-def speakers(view: Any) -> list[str]:
-    """The names of the memory's speakers (the gate's reading of them:
-    :func:`~synapse_integrations.core.gate.speaker_names`)."""
-    return speaker_names(view)
-
-
 def named_speaker(view: Any, query: str) -> str | None:
     """The one speaker of the memory whose name (every word of it) the question holds
     (:func:`~synapse_integrations.core.gate.named_subjects`, as the gate reads it); None
     when it names none or several."""
-    named = named_subjects(query, speakers(view))
+    named = named_subjects(query, speaker_names(view))
     return named[0] if len(named) == 1 else None
 
 
@@ -167,7 +161,7 @@ def names_out(view: Any, query: str, embed: Callable[[Sequence[str]], np.ndarray
     """The speakers the question names that documents read as names (not roles), as
     :class:`Names` (``embed`` embeds texts, as the memory's embedder does); None when it
     names none. Derived once per view and set of names."""
-    named = [s for s in named_subjects(query, speakers(view)) if is_name(s)]
+    named = [s for s in named_subjects(query, speaker_names(view)) if is_name(s)]
     if not named or embed is None or view.n == 0:
         return None
     lines = tuple(name_line(s) for s in named)
@@ -199,8 +193,7 @@ def _users(view: Any, start: int = 0) -> np.ndarray:
 
 def user_turns(view: Any) -> np.ndarray | None:
     """The user's turns (by role), or None when the memory holds none."""
-    users = view.derived("user-turns", _users,
-                         lambda old, v, m: np.concatenate([old, _users(v, m)]))
+    users = view.per_node("user-turns", _users)
     return users if users.any() else None
 
 

@@ -280,9 +280,8 @@ def _names(speakers: np.ndarray) -> list[str]:
 
 def _speaker_array(view: Compiled) -> np.ndarray:
     """Every node's speaker (None for concepts), cached per view and grown with it."""
-    def of(v: Compiled, start: int = 0) -> np.ndarray:
-        return np.array(v.node_values("speaker")[start:], dtype=object)
-    return view.derived("gate.speakers", of, lambda old, v, m: np.concatenate([old, of(v, m)]))
+    return view.per_node("gate.speakers", lambda v, start: np.array(
+        v.node_values("speaker")[start:], dtype=object))
 
 
 def speaker_names(view: Compiled) -> list[str]:

@@ -70,11 +70,6 @@ class _Delta:
     vectors: set[str] = field(default_factory=set)
 
 
-def _extended(values: list[Any], more: Iterable[Any]) -> list[Any]:
-    values.extend(more)
-    return values
-
-
 def _with_rows(mat: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
     """``mat`` with ``rows`` after it, in the spare rows of the buffer ``mat`` starts when it
     has them (a new buffer, a quarter larger, when not): an extended view shares its old
@@ -473,21 +468,19 @@ class MemoryGraph:
         size = len(ids)
         key = old.src * size + old.dst  # ascending: a view's edges are in (src, dst) order
         if delta.reweighted or delta.removed:
-            def position(u: str, v: str) -> int:
-                a, b = index.get(u, size), index.get(v, size)
-                if a >= old.n or b >= old.n:
-                    return -1  # an edge of a node the old view did not have
-                at = int(np.searchsorted(key, a * size + b))
-                return at if at < key.size and key[at] == a * size + b else -1
+            def found(pairs: list[tuple[str, str]]) -> np.ndarray:
+                """Their positions in the old view's edge arrays (-1: none; the nodes added
+                since have positions past it)."""
+                return old.edge_positions(np.array([index.get(u, -1) for u, _ in pairs], np.int64),
+                                          np.array([index.get(v, -1) for _, v in pairs], np.int64))
 
-            for u, v in delta.removed:
-                at = position(u, v)
-                if at >= 0:
-                    keep[at] = False
-            for u, v in delta.reweighted:
-                at = position(u, v)
-                if at >= 0 and keep[at] and g.has_edge(u, v):
-                    weight[at] = g.edges[u, v]["weight"]
+            gone = found(list(delta.removed))
+            keep[gone[gone >= 0]] = False
+            changed = [e for e in delta.reweighted if g.has_edge(*e)]
+            at = found(changed)
+            ok = at >= 0
+            ok[ok] = keep[at[ok]]  # not one removed as well
+            weight[at[ok]] = [g.edges[e]["weight"] for e, k in zip(changed, ok) if k]
         added = [(u, v) for u, v in dict.fromkeys(delta.edges) if g.has_edge(u, v)]
         a_src = np.array([index[u] for u, _ in added], np.int64)
         a_dst = np.array([index[v] for _, v in added], np.int64)
@@ -501,10 +494,10 @@ class MemoryGraph:
             [nodes[n].get("kind") == "episode" for n in new], dtype=bool)])
         view = Compiled(ids, index, emb, src, dst, w, is_ep,
                         node_attr=_attribute_reader(nodes, ids), learned=self.learned)
-        # the old view's value lists grow in place (it is not used again, as with the index)
-        view.carry_attributes((name, default, _extended(values, (nodes[n].get(name, default)
-                                                                for n in new)))
-                              for name, default, values in old.cached_attributes())
+        cached = old.cached_attributes()
+        for name, default, values in cached:  # grown in place: the old view is not used again
+            values.extend(nodes[n].get(name, default) for n in new)
+        view.carry_attributes(cached)
         view.carry_derived(old.growing())
         return view
 

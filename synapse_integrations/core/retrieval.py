@@ -171,8 +171,7 @@ def _kind_is_fact(view: Compiled, start: int = 0) -> np.ndarray:
 
 def _facts(view: Compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which nodes are sleep's facts, and the fact -> source episode edges (two arrays)."""
-    is_fact = view.derived("fact-nodes", _kind_is_fact,  # by kind: grows with the view
-                           lambda old, v, m: np.concatenate([old, _kind_is_fact(v, m)]))
+    is_fact = view.per_node("fact-nodes", _kind_is_fact)  # by kind: grows with the view
     drawn = is_fact[view.src] & view.is_episode[view.dst]
     return is_fact, view.src[drawn], view.dst[drawn]
 
@@ -302,7 +301,7 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     score = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=tense)
     if cfg.version_recency:  # versions found at question time: the newest above
         score = rank_recent(view, cand, score, state.bm25.idf, asked, tense=tense,
-                            names=focus.speakers(view))
+                            names=gate.speaker_names(view))
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
     # the conversation: a reply scores with its question and what the question followed
@@ -346,8 +345,7 @@ def _salience(view: Compiled, cand: np.ndarray, score: np.ndarray, weight: float
     """Episodes the surprisal gate marked low-salience score ``weight`` of their score."""
     if weight == 1.0:
         return score
-    low = view.derived("low-salience", _low_salience,
-                       lambda old, v, m: np.concatenate([old, _low_salience(v, m)]))[cand]
+    low = view.per_node("low-salience", _low_salience)[cand]
     return np.where(low, score * weight, score) if low.any() else score
 
 

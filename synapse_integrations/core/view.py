@@ -115,19 +115,22 @@ class Compiled:
 
     def edge_positions(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Where the edges ``src[k] -> dst[k]`` (node positions) are in the edge arrays
-        (a binary search: they are in (src, dst) order); -1 for a pair that is no edge.
+        (a binary search: they are in (src, dst) order); -1 for a pair that is no edge,
+        or names a position outside the view.
 
         >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3, dtype=np.float32), src=[2, 0],
         ...                          dst=[0, 1], weight=[1.0, 1.0], is_episode=[True] * 3)
-        >>> v.edge_positions([2, 0, 1], [0, 1, 2]).tolist()
-        [1, 0, -1]
+        >>> v.edge_positions([2, 0, 1, 0], [0, 1, 2, 3]).tolist()
+        [1, 0, -1, -1]
         """
-        key = self.src * self.n + self.dst
-        want = np.asarray(src, dtype=np.int64) * self.n + np.asarray(dst, dtype=np.int64)
+        key = self.derived("edge-keys", lambda v: v.src * v.n + v.dst)  # ascending
+        a, b = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        inside = (a >= 0) & (a < self.n) & (b >= 0) & (b < self.n)
         if key.size == 0:
-            return np.full(want.shape, -1, dtype=np.int64)
+            return np.full(a.shape, -1, dtype=np.int64)
+        want = a * self.n + b
         at = np.minimum(np.searchsorted(key, want), key.size - 1)
-        return np.where(key[at] == want, at, -1)
+        return np.where(inside & (key[at] == want), at, -1)
 
     def set_weights(self, positions: np.ndarray, weights: np.ndarray) -> None:
         """Change edge weights in place (``weight[positions] = weights``). The derived
@@ -156,6 +159,19 @@ class Compiled:
         taken over by the views that extend this one (core/derived.py)."""
         return self._derived.get(self, key, build, grow)
 
+    def per_node(self, key: str, build: Callable[[Compiled, int], np.ndarray]) -> np.ndarray:
+        """A value per node derived from node attributes (:meth:`derived`): ``build(view,
+        start)`` computes it for the nodes from ``start`` on, so a view that extends this
+        one computes it for its new nodes alone.
+
+        >>> v = Compiled.from_arrays(["a", "b"], np.eye(2, dtype=np.float32), src=[], dst=[],
+        ...                          weight=[], is_episode=[True, False])
+        >>> v.per_node("episode?", lambda view, start: view.is_episode[start:].copy()).tolist()
+        [True, False]
+        """
+        return self.derived(key, lambda v: build(v, 0),
+                            lambda old, v, m: np.concatenate([old, build(v, m)]))
+
     def memo(self, key: str) -> dict[Any, Any]:
         """A dict of per-node values keyed by position, kept as the view grows (:meth:`derived`)."""
         return self.derived(key, lambda _: {}, lambda memo, view, m: memo)
@@ -171,10 +187,8 @@ class Compiled:
     def times(self) -> np.ndarray:
         """Every node's event time (``ts``, epoch seconds) as floats, NaN where it has none;
         derived once per view."""
-        def build(v: Compiled, start: int = 0) -> np.ndarray:
-            return np.array([np.nan if t is None else t for t in v.node_values("ts")[start:]],
-                            dtype=np.float64)
-        return self.derived("times", build, lambda old, v, m: np.concatenate([old, build(v, m)]))
+        return self.per_node("times", lambda v, start: np.array(
+            [np.nan if t is None else t for t in v.node_values("ts")[start:]], dtype=np.float64))
 
     def node_values(self, name: str, default: Any = None) -> list[Any]:
         """The node attribute ``name`` for every node, aligned with :attr:`ids` (``default``
