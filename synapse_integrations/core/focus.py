@@ -152,7 +152,7 @@ def _names(view: Any, lines: tuple[str, ...], embed: Callable[[Sequence[str]], n
     q, r = np.linalg.qr(vecs.T)
     keep = np.abs(np.diag(r)) > 1e-6
     basis = q.T[keep] if keep.all() else vecs[:1]
-    nodes = view.embeddings @ basis.T.astype(np.float32)
+    nodes = view.products(basis)
     return Names(basis.astype(np.float32), nodes, without_scale(nodes))
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import NodeNotFoundError, SnapshotError
 from .scoring import pagerank_scores
-from .view import Compiled, edge_order
+from .view import Compiled, column_major, edge_order, with_rows
 
 __all__ = ["EDGE_KINDS", "Compiled", "MemoryGraph", "temporal_weight"]
 
@@ -68,20 +68,6 @@ class _Delta:
     reweighted: set[tuple[str, str]] = field(default_factory=set)
     removed: set[tuple[str, str]] = field(default_factory=set)
     vectors: set[str] = field(default_factory=set)
-
-
-def _with_rows(mat: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
-    """``mat`` with ``rows`` after it, in the spare rows of the buffer ``mat`` starts when it
-    has them (a new buffer, a quarter larger, when not): an extended view shares its old
-    rows with the view it replaces, which is not used again."""
-    n, need, base = mat.shape[0], mat.shape[0] + len(rows), mat.base
-    if not (isinstance(base, np.ndarray) and base.ndim == 2 and base.shape[0] >= need
-            and base.shape[1] == mat.shape[1] and base.ctypes.data == mat.ctypes.data):
-        base = np.empty((need + need // 4 + 64, mat.shape[1]), dtype=np.float32)
-        base[:n] = mat
-    if rows:
-        base[n:need] = np.stack(rows)
-    return base[:need]
 
 
 @dataclass
@@ -426,10 +412,8 @@ class MemoryGraph:
         if self._compiled is None:
             ids = list(self.g.nodes)
             index = {n: k for k, n in enumerate(ids)}
-            if ids:
-                emb = np.stack([self.vectors[n] for n in ids]).astype(np.float32, copy=False)
-            else:
-                emb = np.zeros((0, self.dim), dtype=np.float32)
+            emb = column_major([self.vectors[n] for n in ids]) if ids \
+                else column_major(np.zeros((0, self.dim), dtype=np.float32))
             m = self.g.number_of_edges()
             src = np.empty(m, dtype=np.int64)
             dst = np.empty(m, dtype=np.int64)
@@ -459,7 +443,7 @@ class MemoryGraph:
         # view this one extends is replaced by it and not used again
         index = old.index
         index.update((n, old.n + k) for k, n in enumerate(new))
-        emb = _with_rows(old.embeddings, [self.vectors[n] for n in new])
+        emb = with_rows(old.embeddings, [self.vectors[n] for n in new])
         for n in delta.vectors:
             if n in old.index:
                 emb[old.index[n]] = self.vectors[n]
