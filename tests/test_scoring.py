@@ -175,6 +175,13 @@ def test_top_k_matches_a_full_stable_sort():
         k = int(rng.integers(1, n + 2))
         expected = sorted(range(n), key=lambda i: (-scores[i], i))[:k]
         np.testing.assert_array_equal(top_k(scores, k), expected)
+        # the same in float32 (compared in its own type), and with NaN and -inf: last
+        odd = scores.astype(np.float32)
+        odd[rng.random(n) < 0.1] = np.nan
+        odd[rng.random(n) < 0.1] = -np.inf
+        rank = np.where(np.isnan(odd), -np.inf, odd)
+        expected = sorted(range(n), key=lambda i: (-rank[i], i))[:k]
+        np.testing.assert_array_equal(top_k(odd, k), expected)
 
 
 # --------------------------------------------------------------------------------------------

@@ -225,13 +225,13 @@ def triggers(view: Compiled, state: MemoryState, cfg: SynapseConfig, text: str,
         lex = state.bm25.scores_for(text, view.index, view.n) if lex_all is None else lex_all
         if allowed is not None:
             lex = np.where(allowed, lex, 0.0)
-        top = [i for i in scoring.top_k(lex, cfg.anchor_top_k) if lex[i] > 0]
+        hits = np.flatnonzero(lex > 0)  # the few turns holding a query term
+        top = hits[scoring.top_k(lex[hits], cfg.anchor_top_k)]
         bm25_rank = {view.ids[i]: r + 1 for r, i in enumerate(top)}
     picked = {view.index[i] for i in (*dense_rank, *bm25_rank)}
     if dated is not None and cfg.use_dense:
-        inside = dated if allowed is None else dated & allowed
-        sims = np.where(inside, sim_all, -np.inf)
-        picked.update(int(i) for i in scoring.top_k(sims, min(cfg.anchor_top_k, int(inside.sum()))))
+        inside = np.flatnonzero(dated if allowed is None else dated & allowed)
+        picked.update(int(i) for i in inside[scoring.top_k(sim_all[inside], cfg.anchor_top_k)])
     indices = np.array(sorted(picked), dtype=np.int64)
     return Anchors(dense_rank, bm25_rank, indices)
 

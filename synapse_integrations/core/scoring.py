@@ -161,23 +161,28 @@ def hybrid_score(
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` highest scores, best first; ties go to the lower index.
 
-    ``O(n + k log k)``: an ``argpartition`` finds the k-th best value, then only the
-    selected entries are sorted. NaN scores rank last. ``k`` larger than the number of
-    scores returns them all; ``k <= 0`` returns an empty array.
+    ``O(n + k log k)``: a ``partition`` finds the k-th best value, then only the selected
+    entries are sorted. NaN scores rank last. ``k`` larger than the number of scores
+    returns them all; ``k <= 0`` returns an empty array. Float scores are compared in
+    their own type (the cosines are float32: a float64 copy and an index partition of
+    every node cost a query at 157,000 nodes about 1 ms per call).
 
     >>> top_k(np.array([0.2, 0.9, 0.5, 0.9]), 3)
     array([1, 3, 2])
     """
-    s = np.asarray(scores, dtype=np.float64)
+    s = np.asarray(scores)
+    if s.dtype.kind != "f":
+        s = s.astype(np.float64)
     if s.ndim != 1:
         raise InvalidInputError(f"scores must be a 1-D array, got shape {s.shape}")
     n = s.size
     k = min(int(k), n)
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    key = np.where(np.isnan(s), -np.inf, s)
+    nan = np.isnan(s)
+    key = np.where(nan, -np.inf, s) if nan.any() else s
     if k < n:
-        kth = key[np.argpartition(-key, k - 1)[k - 1]]  # the k-th best value
+        kth = np.partition(key, n - k)[n - k]  # the k-th best value
         above = np.flatnonzero(key > kth)
         tied = np.flatnonzero(key == kth)[: k - above.size]  # lowest indices among the ties
         chosen = np.concatenate((above, tied))
