@@ -35,6 +35,7 @@ def _assert_same(a, b) -> None:
     for view in (a, b):
         key = view.src * view.n + view.dst
         assert (np.diff(key) > 0).all()
+        assert view.embeddings.strides[0] == 4  # stored column by column (view.column_major)
     for x, y in ((a.src, b.src), (a.dst, b.dst), (a.weight, b.weight)):
         np.testing.assert_array_equal(x, y)
 
@@ -132,6 +133,21 @@ def _concept_rows_match(g: MemoryGraph) -> None:
     assert ids == g.ids("concept")
     expected = np.stack([g.vectors[c] for c in ids]) if ids else np.zeros((0, g.dim), np.float32)
     np.testing.assert_array_equal(mat, expected)
+
+
+def test_view_vectors_grow_into_the_spare_columns_of_their_buffer() -> None:
+    """An extended view writes its new nodes' vectors into the spare columns of the buffer
+    the view it replaces stored them in: a new buffer (a quarter larger) only when they run
+    out, not a copy of every vector per write."""
+    g = MemoryGraph(3)
+    g.add_node("e0", _unit(1, 0, 0), kind="episode", text="x")
+    g.compiled()
+    buffers = []
+    for i in range(1, 200):
+        g.add_node(f"e{i}", _unit(1, i, 0), kind="episode", text="x")
+        buffers.append(g.compiled().embeddings.base)
+    _assert_same(g.compiled(), _rebuilt(g))
+    assert 2 <= len({id(b) for b in buffers}) <= 3  # 199 if every write copied
 
 
 def test_concept_rows_follow_adds_merges_removals_archive_and_restore() -> None:

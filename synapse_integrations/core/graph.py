@@ -412,8 +412,8 @@ class MemoryGraph:
         if self._compiled is None:
             ids = list(self.g.nodes)
             index = {n: k for k, n in enumerate(ids)}
-            emb = column_major([self.vectors[n] for n in ids]) if ids \
-                else column_major(np.zeros((0, self.dim), dtype=np.float32))
+            emb = column_major([self.vectors[n] for n in ids] if ids
+                               else np.zeros((0, self.dim), dtype=np.float32))
             m = self.g.number_of_edges()
             src = np.empty(m, dtype=np.int64)
             dst = np.empty(m, dtype=np.int64)

@@ -47,7 +47,7 @@ def column_major(rows: np.ndarray | Sequence[np.ndarray], spare: int = 0) -> np.
     ([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], (4, 16), (2, 4))
     """
     n = len(rows)
-    d = int(np.shape(rows[0])[0]) if n else (np.shape(rows)[1] if np.ndim(rows) == 2 else 0)
+    d = len(rows[0]) if n else np.shape(rows)[-1]
     buf = np.empty((d, n + spare), dtype=np.float32)
     for s in range(0, n, _BLOCK):
         e = min(n, s + _BLOCK)
