@@ -10,6 +10,7 @@ import pytest
 from synapse_integrations import HashingEmbedder, Synapse
 from synapse_integrations.bench.perf import synthetic_queries, synthetic_turns
 from synapse_integrations.core.graph import MemoryGraph
+from synapse_integrations.core.view import Compiled, with_rows
 from synapse_integrations.storage.chroma import ephemeral_client
 
 
@@ -148,6 +149,15 @@ def test_view_vectors_grow_into_the_spare_columns_of_their_buffer() -> None:
         buffers.append(g.compiled().embeddings.base)
     _assert_same(g.compiled(), _rebuilt(g))
     assert 2 <= len({id(b) for b in buffers}) <= 3  # 199 if every write copied
+
+
+def test_an_empty_view_from_arrays_stores_no_vectors_and_grows() -> None:
+    view = Compiled.from_arrays([], np.zeros((0, 3), dtype=np.float32), src=[], dst=[],
+                                weight=[], is_episode=[])
+    assert view.embeddings.shape == (0, 3)
+    grown = with_rows(view.embeddings, [_unit(1, 0, 0)])
+    np.testing.assert_array_equal(grown, [_unit(1, 0, 0)])
+    assert grown.strides[0] == 4
 
 
 def test_concept_rows_follow_adds_merges_removals_archive_and_restore() -> None:

@@ -130,7 +130,7 @@ class Compiled:
         s, d = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         order = edge_order(s, d, len(ids))
         return cls(ids, {n: k for k, n in enumerate(ids)},
-                   column_major(np.asarray(embeddings, dtype=np.float32).reshape(len(ids), -1)),
+                   column_major(np.asarray(embeddings, dtype=np.float32)),
                    s[order], d[order],
                    np.asarray(weight, dtype=np.float64)[order], np.asarray(is_episode, dtype=bool),
                    node_attr=lambda name, default: table.get(name, [default] * len(ids)))
