@@ -5,7 +5,6 @@ equal a view rebuilt from the graph, and retrieval must return the same memories
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from synapse_integrations import HashingEmbedder, Synapse
 from synapse_integrations.bench.perf import synthetic_queries, synthetic_turns
@@ -92,7 +91,7 @@ def test_pruned_then_readded_edge_and_moved_vector():
     _assert_same(view, _rebuilt(g))
 
 
-def test_removal_rebuilds_and_learned_weights_reach_new_edges():
+def test_removal_shrinks_the_view_and_learned_weights_reach_new_edges():
     g = MemoryGraph(2)
     g.add_node("a", _unit(1, 0), kind="episode", text="a")
     g.add_node("b", _unit(0, 1), kind="episode", text="b")
@@ -103,6 +102,68 @@ def test_removal_rebuilds_and_learned_weights_reach_new_edges():
     g.remove_nodes(["b"])
     view = g.compiled()
     assert view.ids == ["a"] and view.src.size == 0
+    _assert_same(view, _rebuilt(g))
+
+
+def test_archive_and_forget_shrink_the_view_to_what_a_rebuild_gives():
+    """Nodes archived or forgotten leave the view in place of a rebuild: the others move
+    up (vectors in the same buffer), their edges go, the node attributes read so far and
+    the per-node structures come over shrunk (positions moved, -1 for a node gone), and
+    the result equals a view rebuilt from the graph, also when a forgotten id comes back
+    after other nodes were added."""
+    g = MemoryGraph(3)
+    for i in range(8):
+        g.add_node(f"e{i}", _unit(1, i, 0), kind="episode", text=f"t{i}", speaker="Ann")
+    g.add_node("c", _unit(0, 0, 1), kind="concept", text="c", name="c")
+    for i in range(8):
+        g.add_edge(f"e{i}", "c", kind="abstraction", weight=0.1 * (i + 1))
+        if i:
+            g.add_edge(f"e{i - 1}", f"e{i}", kind="temporal", weight=0.5)
+    view = g.compiled()
+    view.node_values("speaker")
+    # a value per node; another node's position (e_i points at e_{i-1}); a memo by position
+    texts = view.per_node("texts", lambda v, start: np.array(v.node_values("text")[start:]))
+    before = view.per_node("before", lambda v, start: np.arange(start, v.n) - 1, positions=True)
+    assert before[view.index["e3"]] == view.index["e2"] and texts[3] == "t3"
+    view.memo("memo").update({view.index["e5"]: "five", (view.index["e1"], "k"): "one"})
+    buffer = view.embeddings.base
+    g.archive_nodes(["e2", "e4"])
+    g.remove_nodes(["e6"])
+    g.add_node("e8", _unit(1, 8, 0), kind="episode", text="t8", speaker="Bo")
+    g.add_edge("e7", "e8", kind="temporal", weight=0.5)
+    shrunk = g.compiled()
+    _assert_same(shrunk, _rebuilt(g))
+    assert shrunk.ids == ["e0", "e1", "e3", "e5", "e7", "c", "e8"]
+    assert shrunk.embeddings.base is buffer  # moved up in place, not copied
+    assert [n for n, _, _ in shrunk.cached_attributes()] == ["speaker", "text"]  # not read again
+    assert shrunk.node_values("speaker") == ["Ann"] * 5 + [None, "Bo"]
+
+    def missing(v):
+        raise AssertionError("built again, not carried over")
+    assert shrunk.derived("texts", missing)[:6].tolist() == ["t0", "t1", "t3", "t5", "t7", "c"]
+    # e3 pointed at e2 (archived): -1; e1 -> e0 and e5 -> e4 (archived) moved or gone
+    moved = shrunk.derived("before", missing)
+    assert [moved[shrunk.index[n]] for n in ("e1", "e3", "e5")] == [0, -1, -1]
+    assert shrunk.memo("memo") == {shrunk.index["e5"]: "five", (shrunk.index["e1"], "k"): "one"}
+    # an id forgotten and written again goes to the end, after the nodes added since
+    g.compiled()
+    g.add_node("e9", _unit(1, 9, 0), kind="episode", text="t9")
+    g.remove_nodes(["e9"])
+    g.add_node("e10", _unit(1, 10, 0), kind="episode", text="t10")
+    g.add_node("e9", _unit(1, 9, 0), kind="episode", text="t9 again")
+    g.remove_nodes(["e0"])
+    g.add_node("e0", _unit(1, 0, 0), kind="episode", text="t0 again")
+    again = g.compiled()
+    _assert_same(again, _rebuilt(g))
+    assert again.ids[-3:] == ["e10", "e9", "e0"]
+    # restored from the archive: added at the end, with their edges to active nodes
+    g.restore_nodes({"e2": _unit(1, 2, 0)})
+    view = g.compiled()
+    _assert_same(view, _rebuilt(g))
+    assert view.ids[-1] == "e2" and view.node_values("speaker")[-1] == "Ann"
+    g.restore_nodes({"e4": _unit(1, 4, 0)})
+    _assert_same(g.compiled(), _rebuilt(g))
+    assert all(g.g.has_edge(*e) for e in (("e2", "e3"), ("e3", "e4"), ("e4", "e5"), ("e4", "c")))
 
 
 def test_engine_views_match_a_rebuild_and_retrieval_is_unchanged():
@@ -123,10 +184,6 @@ def test_engine_views_match_a_rebuild_and_retrieval_is_unchanged():
             assert live == again
     finally:
         mem.close()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    pytest.main([__file__, "-q"])
 
 
 def _concept_rows_match(g: MemoryGraph) -> None:
@@ -186,7 +243,7 @@ def test_concept_rows_follow_adds_merges_removals_archive_and_restore() -> None:
 
 #: what retrieval derives from node attributes alone and grows with the view
 _GROWN = ("replies", "conversation.asked", "focus.speakers", "user-turns", "fact-nodes",
-          "low-salience", "echo-sources", "gate.speakers", "gate.names", "times")
+          "low-salience", "echo-sources", "speakers", "gate.names", "times")
 
 
 def _chat(k: int) -> list[dict]:
@@ -257,5 +314,47 @@ def test_grown_structures_equal_a_rebuild_after_every_write():
         assert (values["replies"][0][:, 0] >= 0).sum() >= 10  # the case the test is about
         assert values["low-salience"].any() and (values["echo-sources"] >= 0).any()
         assert values["user-turns"].any() and values["fact-nodes"].any()
+    finally:
+        mem.close()
+
+
+def test_an_archive_shrinks_the_engine_view_and_retrieval_is_unchanged():
+    """The engine's archive (the lifecycle's, or by hand) takes nodes out of the view in
+    place of a rebuild: what retrieval derives from node attributes comes over (no
+    attribute is read again), and what it returns equals a rebuild's."""
+    from synapse_integrations import SynapseConfig
+
+    questions = ["Where did Bo go skiing?", "What is my order number?", "Where do I live?",
+                 "What did you say about Pickle?"]
+    mem = Synapse(None, namespace="shrunk", embedder=HashingEmbedder(),
+                  client=ephemeral_client(), snapshot_every=10**9,
+                  config=SynapseConfig(surprisal_gate=True))
+    try:
+        mem.add_turns([_chat(k) for k in range(40)])
+        for q in questions:
+            mem.retrieve(q)
+        graph = mem._state.graph  # the engine's MemoryGraph (test access)
+        before = graph.compiled()
+        read = sorted(n for n, _, _ in before.cached_attributes())
+        echoes = before.derived("echo-sources", lambda v: None)
+        sources = [before.ids[s] for s in echoes[echoes >= 0].tolist()]
+        episodes = [e["id"] for e in mem.episodes(include_archived=False)]
+        mem.archive([sources[0], episodes[7], episodes[8]])  # an echo's source among them
+        view = graph.compiled()
+        assert view is not before and sorted(n for n, _, _ in view.cached_attributes()) == read
+        live = [[(it.id, round(it.score, 12)) for it in mem.retrieve(q).items] for q in questions]
+
+        def missing(v):
+            raise AssertionError("not derived")
+        shrunk = {key: view.derived(key, missing)
+                  for key in ("echo-sources", "user-turns", "speakers", "times")}
+        graph.invalidate()
+        assert live == [[(it.id, round(it.score, 12)) for it in mem.retrieve(q).items]
+                        for q in questions]
+        fresh = graph.compiled()
+        _assert_same(view, fresh)
+        for key, value in shrunk.items():
+            np.testing.assert_array_equal(value, fresh.derived(key, missing), err_msg=key)
+        assert (shrunk["echo-sources"] >= 0).sum() == (echoes >= 0).sum() - 1  # source gone
     finally:
         mem.close()

@@ -27,6 +27,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -203,19 +204,17 @@ class BM25Index:
         object: only slots not resolved yet are looked up again (``index`` only grows while
         it is the same object)."""
         cached = self._positions
-        if cached is None or cached[0] is not index:
-            pos = np.full(len(self._ids), -1, dtype=np.int64)
-            todo = range(len(self._ids))
+        ids = self._ids
+        if cached is None or cached[0] is not index:  # every slot, in one pass
+            pos = np.fromiter(map(index.get, ids, repeat(-1)), dtype=np.int64, count=len(ids))
         else:
             pos = cached[1]
-            if pos.size < len(self._ids):
-                pos = np.concatenate((pos, np.full(len(self._ids) - pos.size, -1, np.int64)))
-            todo = np.flatnonzero(pos < 0).tolist()
-        ids = self._ids
-        for s in todo:
-            doc_id = ids[s]
-            if doc_id is not None:
-                pos[s] = index.get(doc_id, -1)
+            if pos.size < len(ids):
+                pos = np.concatenate((pos, np.full(len(ids) - pos.size, -1, np.int64)))
+            for s in np.flatnonzero(pos < 0).tolist():
+                doc_id = ids[s]
+                if doc_id is not None:
+                    pos[s] = index.get(doc_id, -1)
         self._positions = (index, pos)
         pos = pos.copy()
         pos[(pos >= n) | ~self._alive[:pos.size]] = -1

@@ -84,41 +84,74 @@ REPLY_WINDOW = 600.0
 FOLLOW_UP_CHARS = 300
 
 
+def _asks(view: Any, start: int = 0) -> np.ndarray:
+    """Whether each node from ``start`` on holds a ``?``."""
+    return np.fromiter(("?" in (t or "") for t in view.node_values("text")[start:]), dtype=bool,
+                       count=view.n - start)
+
+
+def _short(view: Any, start: int = 0) -> np.ndarray:
+    """Whether each node's text from ``start`` on is short enough to follow up a statement."""
+    return np.fromiter((len(t or "") <= FOLLOW_UP_CHARS for t in view.node_values("text")[start:]),
+                       dtype=bool, count=view.n - start)
+
+
+def _assistant(view: Any, start: int = 0) -> np.ndarray:
+    """Whether each node from ``start`` on is a turn of the assistant's."""
+    speakers, metas = view.node_values("speaker"), view.node_values("metadata")
+    out = np.zeros(view.n - start, dtype=bool)
+    for i in np.flatnonzero(view.is_episode[start:]).tolist():
+        out[i] = is_role({"speaker": speakers[start + i], "metadata": metas[start + i] or {}},
+                         "assistant")
+    return out
+
+
+def _seq(view: Any, start: int = 0) -> np.ndarray:
+    """Each node's creation number from ``start`` on (0 where it has none)."""
+    return np.fromiter((s or 0 for s in view.node_values("seq", 0)[start:]), dtype=np.int64,
+                       count=view.n - start)
+
+
+def _shares(view: Any, start: int = 0) -> np.ndarray:
+    """Each node's :func:`asked_share` from ``start`` on (0 without a ``?``: none asked)."""
+    texts, speakers = view.node_values("text"), view.node_values("speaker")
+    out = np.zeros(view.n - start)
+    for i in np.flatnonzero(view.per_node("conversation.asks", _asks)[start:]).tolist():
+        out[i] = asked_share(texts[start + i] or "", speakers[start + i])
+    return out
+
+
 def _pairs(view: Any, episodes: np.ndarray, out: np.ndarray, start: int = 0) -> np.ndarray:
     """Set ``out``'s rows (module docstring: the question a turn replies to, column 0, and
     the statement that question followed up, column 1) for the turns of ``episodes``
     (compiled indices in ingestion order) from its ``start + 1``-th on; the ones before
-    are read as what a question answered there followed up. Vectorised but for the few
-    pairs left to check for the assistant's role."""
+    are read as what a question answered there followed up. What each turn is on its own
+    (asks, is short, is the assistant's) is kept per node (:meth:`Compiled.per_node`), so
+    a view without some turns pairs the rest again without reading their texts."""
     if episodes.size < 2:
         return out
-    order = episodes.tolist()
-    speakers_all, texts = view.node_values("speaker"), view.node_values("text")
-    speakers = [speakers_all[i] for i in order]
-    asks = np.fromiter(("?" in (texts[i] or "") for i in order[:-1]), dtype=bool,
-                       count=len(order) - 1)
-    other = np.fromiter((x != y for x, y in zip(speakers, speakers[1:])), dtype=bool,
-                        count=len(order) - 1)
+    speakers = view.speakers()[episodes]
+    q, a = episodes[:-1], episodes[1:]
+    other = speakers[1:] != speakers[:-1]
     gap = np.diff(view.times()[episodes])
     with np.errstate(invalid="ignore"):
         timely = np.isnan(gap) | ((gap >= 0) & (gap <= REPLY_WINDOW))
-    q, a = episodes[:-1], episodes[1:]
-    ok = np.flatnonzero(asks & timely & other)
-    metas = view.node_values("metadata")
-    for j in ok[ok >= start].tolist():
-        if not is_role({"speaker": speakers_all[a[j]], "metadata": metas[a[j]] or {}}, "assistant"):
-            out[a[j], 0] = q[j]
-            # the question followed up the turn before it, when that is the reply's
-            # speaker's, in time, and the question is short
-            if j > 0 and speakers[j - 1] == speakers[j + 1] and timely[j - 1] \
-                    and len(texts[q[j]] or "") <= FOLLOW_UP_CHARS:
-                out[a[j], 1] = episodes[j - 1]
+    ok = view.per_node("conversation.asks", _asks)[q] & timely & other \
+        & ~view.per_node("conversation.assistant", _assistant)[a]
+    ok[:start] = False
+    j = np.flatnonzero(ok)
+    out[a[j], 0] = q[j]
+    # the question followed up the turn before it, when that is the reply's speaker's, in
+    # time, and the question is short
+    before = np.zeros(q.size, dtype=bool)  # turn j - 1 is by the speaker of turn j + 1
+    before[1:] = (speakers[2:] == speakers[:-2]) & timely[:-1]
+    f = j[before[j] & view.per_node("conversation.short", _short)[q[j]]]
+    out[a[f], 1] = episodes[f - 1]
     return out
 
 
 def _in_order(view: Any, episodes: np.ndarray) -> np.ndarray:
-    seq = view.node_values("seq", 0)
-    return episodes[np.argsort([seq[i] or 0 for i in episodes.tolist()], kind="stable")]
+    return episodes[np.argsort(view.per_node("conversation.seq", _seq)[episodes], kind="stable")]
 
 
 def _context(view: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -135,8 +168,8 @@ def _grow_context(old: tuple[np.ndarray, np.ndarray], view: Any, m: int
     them in ingestion order too."""
     rows, tail = old
     new = _in_order(view, m + np.flatnonzero(view.is_episode[m:]))
-    seq = view.node_values("seq", 0)
-    if tail.size and new.size and (seq[int(new[0])] or 0) <= (seq[int(tail[-1])] or 0):
+    seq = view.per_node("conversation.seq", _seq)
+    if tail.size and new.size and seq[new[0]] <= seq[tail[-1]]:
         return _context(view)  # stored out of order: pair them all again
     episodes = np.concatenate([tail, new])
     out = np.concatenate([rows, np.full((view.n - m, 2), -1, dtype=np.int64)])
@@ -240,9 +273,8 @@ def _asked(view: Any, out: np.ndarray | None = None, m: int = 0) -> np.ndarray:
     stored after them answer."""
     out = np.zeros(view.n) if out is None else np.concatenate([out, np.zeros(view.n - m)])
     answered = np.unique(_replies(view)[m:, 0])
-    texts, speakers = view.node_values("text"), view.node_values("speaker")
-    for i in answered[answered >= 0].tolist():
-        out[i] = asked_share(texts[i] or "", speakers[i])
+    answered = answered[answered >= 0]
+    out[answered] = view.per_node("conversation.shares", _shares)[answered]
     return out
 
 

@@ -118,7 +118,7 @@ def demote(view: Any, cand: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, 
     change = np.zeros(score.shape)
     if cand.size == 0:
         return score, change
-    sources = view.per_node("echo-sources", _sources)  # a source removed rebuilds the view
+    sources = view.per_node("echo-sources", _sources, positions=True)
     src = sources[cand]
     if not np.any(src >= 0):
         return score, change

@@ -275,21 +275,15 @@ def decide(*, topic_ok: bool, confidence: float, tau: float, signal: str,
 
 
 def _names(speakers: np.ndarray) -> list[str]:
-    return sorted({s for s in speakers if isinstance(s, str) and s})
-
-
-def _speaker_array(view: Compiled) -> np.ndarray:
-    """Every node's speaker (None for concepts), cached per view and grown with it."""
-    return view.per_node("gate.speakers", lambda v, start: np.array(
-        v.node_values("speaker")[start:], dtype=object))
+    return sorted(s for s in set(speakers.tolist()) if isinstance(s, str) and s)
 
 
 def speaker_names(view: Compiled) -> list[str]:
     """The names of the memory's speakers (its episodes'), sorted; cached per view and
     grown with it."""
-    return view.derived("gate.names", lambda v: _names(_speaker_array(v)[v.is_episode]),
+    return view.derived("gate.names", lambda v: _names(v.speakers()[v.is_episode]),
                         lambda old, v, m: sorted({*old, *_names(
-                            _speaker_array(v)[m:][v.is_episode[m:]])}))
+                            v.speakers()[m:][v.is_episode[m:]])}))
 
 
 def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
@@ -304,7 +298,7 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
     attribution = present = None
     if topic_ok and cfg.use_evidence_gate:
         # per view, not per query: the speakers (and their names, without filters)
-        spk = _speaker_array(view)
+        spk = view.speakers()
         speakers = speaker_names(view) if np.array_equal(eligible, view.is_episode) \
             else _names(spk[eligible])
         named = named_subjects(query, speakers)

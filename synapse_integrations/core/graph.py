@@ -58,11 +58,13 @@ def _attribute_reader(nodes: Any, ids: list[str]) -> Callable[[str, Any], list[A
 @dataclass
 class _Delta:
     """What changed since the compiled view was built, while every change was one the view
-    can take in place of a rebuild: nodes added (in order), edges added, edge weights
-    changed, edges removed, vectors of existing nodes changed. Anything else (a node
-    removed, archived, restored or re-added, a node attribute the view caches) drops the
-    view instead (:meth:`MemoryGraph.invalidate`)."""
+    can take in place of a rebuild: nodes taken out (archived or forgotten), nodes added
+    (in order), edges added, edge weights changed, edges removed, vectors of existing
+    nodes changed (a node restored from the archive is one added). Anything else (a node
+    re-added while the view holds it, a node attribute the view caches) drops the view
+    instead (:meth:`MemoryGraph.invalidate`)."""
 
+    dropped: set[str] = field(default_factory=set)
     nodes: list[str] = field(default_factory=list)
     edges: list[tuple[str, str]] = field(default_factory=list)
     reweighted: set[tuple[str, str]] = field(default_factory=set)
@@ -84,10 +86,11 @@ class MemoryGraph:
     the engine holds the lock).
 
     The compiled view is kept up to date incrementally: a write that only adds turns,
-    concepts and edges, strengthens or prunes edges or moves a concept's vector is recorded
-    as a :class:`_Delta`, and the next :meth:`compiled` extends the previous view's arrays
-    (and the node attributes it had read) instead of reading the whole NetworkX graph
-    again; so the first query after a write costs about what a warm one does.
+    concepts and edges, strengthens or prunes edges, moves a concept's vector or takes
+    nodes out (the lifecycle's archive, forgetting) is recorded as a :class:`_Delta`, and
+    the next :meth:`compiled` shrinks and extends the previous view's arrays (and the node
+    attributes it had read) instead of reading the whole NetworkX graph again; so the first
+    query after a write costs about what a warm one does.
     """
 
     def __init__(self, dim: int) -> None:
@@ -219,6 +222,16 @@ class MemoryGraph:
             self._delta = _Delta()
         return self._delta
 
+    def _leave_view(self, ids: Iterable[str]) -> None:
+        """Nodes that left the graph: the view drops them when next asked (:meth:`compiled`)."""
+        delta = self._pending()
+        if delta is not None:
+            ids = set(ids)
+            held = self._compiled.index  # type: ignore[union-attr]  # a delta implies a view
+            delta.dropped.update(i for i in ids if i in held)
+            # added since the view and gone again: one added once more goes at the end
+            delta.nodes = [n for n in delta.nodes if n not in ids]
+
     # -- mutation -------------------------------------------------------------------------
     def add_node(self, node_id: str, vector: np.ndarray, **attrs: Any) -> None:
         attrs.setdefault("seq", self.next_seq())
@@ -347,13 +360,15 @@ class MemoryGraph:
             if self.archive.pop(i, None) is not None:
                 gone.append(i)
         gone_set = set(gone)
-        for table in self.learned.values():  # a forgotten node takes its learned links along
-            for pair in [p for p in table if p[0] in gone_set or p[1] in gone_set]:
+        for name, table in self.learned.items():  # a forgotten node takes its learned links
+            pairs = [p for p in table if p[0] in gone_set or p[1] in gone_set]
+            for pair in pairs:
                 del table[pair]
+            if pairs and self._compiled is not None:
+                self._compiled.drop_derived(f"{name}.")
         for rec in self.archive.values():  # drop archived edges that point at removed nodes
             rec["edges"] = [e for e in rec["edges"] if e[0] not in gone_set and e[1] not in gone_set]
-        if gone:
-            self.invalidate()
+        self._leave_view(gone)
         return gone
 
     # -- archive --------------------------------------------------------------------------
@@ -371,14 +386,14 @@ class MemoryGraph:
             self._kinds_drop(i)
             self.pagerank.pop(i, None)
             moved[i] = self.vectors.pop(i)
-        if moved:
-            self.invalidate()
+        self._leave_view(moved)
         return moved
 
     def restore_nodes(self, vectors: dict[str, np.ndarray]) -> list[str]:
         """Bring archived nodes back (``vectors``: id -> embedding), with their edges to
         active nodes."""
         restored = []
+        delta = self._pending()  # the view takes them in as nodes added (they come last)
         for i in vectors:
             rec = self.archive.pop(i, None)
             if rec is None:
@@ -390,16 +405,18 @@ class MemoryGraph:
             self.g.add_node(i, **rec["node"])
             self.vectors[i] = np.asarray(vectors[i], dtype=np.float32)
             restored.append(i)
+            if delta is not None:
+                delta.nodes.append(i)
             for u, v, d in rec["edges"]:
                 other = v if u == i else u
                 if other in self.g:
                     self.g.add_edge(u, v, **d)
+                    if delta is not None:
+                        delta.edges.append((u, v))
                 elif other in self.archive:
                     other_edges = self.archive[other]["edges"]
                     if not any(e[0] == u and e[1] == v for e in other_edges):
                         other_edges.append([u, v, d])
-        if restored:
-            self.invalidate()
         return restored
 
     # -- derived state --------------------------------------------------------------------
@@ -407,8 +424,13 @@ class MemoryGraph:
         """Arrays for retrieval: extended with the changes since it was built
         (:class:`_Delta`), rebuilt from the graph only after other changes."""
         if self._compiled is not None and self._delta is not None:
-            self._compiled = self._extend(self._compiled, self._delta)
-            self._delta = None
+            old, delta = self._compiled, self._delta
+            self.invalidate()  # while the old view's vectors move: rebuilt if this fails
+            if delta.dropped:
+                nodes = self.g.nodes
+                old = old.without([old.index[i] for i in delta.dropped],
+                                  lambda ids: _attribute_reader(nodes, ids))
+            self._compiled = self._extend(old, delta)
         if self._compiled is None:
             ids = list(self.g.nodes)
             index = {n: k for k, n in enumerate(ids)}

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from .derived import Derived, Grow
+from .derived import Derived, Grow, Shrink
 from .dynamics import propagation_matrix
 
-__all__ = ["Compiled", "column_major", "edge_order", "with_rows"]
+__all__ = ["Compiled", "column_major", "edge_order", "with_rows", "without_rows"]
 
 #: rows transposed per block when a matrix is stored column by column (a whole-matrix
 #: transpose strides through memory: 0.40 s against 0.10 s for 157,000 x 384 in blocks)
@@ -29,6 +30,30 @@ _BLOCK = 512
 
 def _aligned(values: Mapping[str, float], ids: Sequence[str]) -> np.ndarray:
     return np.fromiter((values.get(n, 0.0) for n in ids), dtype=np.float64, count=len(ids))
+
+
+#: ``node_attr(name, default)``: an attribute of every node of a view, in order.
+NodeAttr = Callable[[str, Any], list[Any]]
+
+
+def _kept_rows(values: np.ndarray, keep: np.ndarray, remap: np.ndarray) -> np.ndarray:
+    return values[keep]
+
+
+def _moved_positions(values: np.ndarray, keep: np.ndarray, remap: np.ndarray) -> np.ndarray:
+    out = values[keep]
+    held = out >= 0
+    out[held] = remap[out[held]]
+    return out
+
+
+def _moved_keys(memo: dict[Any, Any], keep: np.ndarray, remap: np.ndarray) -> dict[Any, Any]:
+    out = {}
+    for key, value in memo.items():
+        at = remap[key[0] if isinstance(key, tuple) else key]
+        if at >= 0:
+            out[(int(at), *key[1:]) if isinstance(key, tuple) else int(at)] = value
+    return out
 
 
 def column_major(rows: np.ndarray | Sequence[np.ndarray], spare: int = 0) -> np.ndarray:
@@ -55,6 +80,17 @@ def column_major(rows: np.ndarray | Sequence[np.ndarray], spare: int = 0) -> np.
     return buf[:, :n].T
 
 
+def _buffer(mat: np.ndarray) -> np.ndarray | None:
+    """The C-ordered ``(d, capacity)`` buffer whose first columns ``mat`` (a
+    :func:`column_major` matrix) is the transpose of; None when it is not one."""
+    n, d, buf = mat.shape[0], mat.shape[1], mat.base
+    if (isinstance(buf, np.ndarray) and buf.ndim == 2 and buf.shape[0] == d
+            and buf.shape[1] >= n and buf.flags.c_contiguous and buf.dtype == np.float32
+            and buf.ctypes.data == mat.ctypes.data and mat.strides == (4, 4 * buf.shape[1])):
+        return buf
+    return None
+
+
 def with_rows(mat: np.ndarray, rows: Sequence[np.ndarray]) -> np.ndarray:
     """``mat`` (a :func:`column_major` matrix) with ``rows`` after it, in the spare columns
     of its buffer when it has them (a new buffer, a quarter larger, when not): an extended
@@ -65,15 +101,37 @@ def with_rows(mat: np.ndarray, rows: Sequence[np.ndarray]) -> np.ndarray:
     >>> m2.shape, m2[2].tolist(), with_rows(m2, []).base is m2.base
     ((3, 3), [0.0, 0.0, 0.0], True)
     """
-    n, d, need, buf = mat.shape[0], mat.shape[1], mat.shape[0] + len(rows), mat.base
-    if not (isinstance(buf, np.ndarray) and buf.ndim == 2 and buf.shape[0] == d
-            and buf.shape[1] >= need and buf.flags.c_contiguous
-            and buf.ctypes.data == mat.ctypes.data and mat.strides == (4, 4 * buf.shape[1])):
+    n, need, buf = mat.shape[0], mat.shape[0] + len(rows), _buffer(mat)
+    if buf is None or buf.shape[1] < need:
         grown = column_major(mat, spare=need - n + need // 4 + 64)
         buf = grown.base
     if len(rows):
         buf[:, n:need] = np.asarray(rows, dtype=np.float32).T
     return buf[:, :need].T
+
+
+def without_rows(mat: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``mat`` (a :func:`column_major` matrix) with only the rows ``keep`` marks, moved up
+    in place in its buffer, which keeps its spare columns: like :func:`with_rows`, the
+    matrix of a view that the new one replaces and that is not used again. Only the rows
+    after the first one dropped move, a block at a time (each block is read before it is
+    written, and never over a row a later block reads).
+
+    >>> m = with_rows(column_major(np.arange(8, dtype=np.float32).reshape(4, 2)), [])
+    >>> m2 = without_rows(m, np.array([True, False, True, True]))
+    >>> m2.tolist(), m2.base is m.base
+    ([[0.0, 1.0], [4.0, 5.0], [6.0, 7.0]], True)
+    """
+    keep = np.asarray(keep, dtype=bool)
+    buf = _buffer(mat)
+    if buf is None:
+        return column_major(np.asarray(mat)[keep])
+    kept = np.flatnonzero(keep)
+    first = kept.size if keep.all() else int(np.argmin(keep))  # rows before it stay put
+    for s in range(first, kept.size, _BLOCK):
+        e = min(kept.size, s + _BLOCK)
+        buf[:, s:e] = buf[:, kept[s:e]]  # kept[j] >= j: a later block reads past column e
+    return buf[:, :kept.size].T
 
 
 def edge_order(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
@@ -111,7 +169,7 @@ class Compiled:
     weight: np.ndarray
     is_episode: np.ndarray
     # attribute name -> value per node (aligned with ids); None when built from arrays
-    node_attr: Callable[[str, Any], list[Any]] | None = None
+    node_attr: NodeAttr | None = None
     #: learned weights of derived graphs, ``{graph: {(src id, dst id): weight}}`` (read only)
     learned: Mapping[str, Mapping[tuple[str, str], float]] = field(default_factory=dict)
     _matrices: dict[tuple[bool, float, float], sp.csr_array] = field(default_factory=dict)
@@ -134,6 +192,41 @@ class Compiled:
                    s[order], d[order],
                    np.asarray(weight, dtype=np.float64)[order], np.asarray(is_episode, dtype=bool),
                    node_attr=lambda name, default: table.get(name, [default] * len(ids)))
+
+    def without(self, gone: Sequence[int], node_attr: Callable[[list[str]], NodeAttr] | None = None
+                ) -> Compiled:
+        """This view without the nodes at positions ``gone`` and their edges (nodes archived
+        or forgotten): the others keep their order and move up, as in a view rebuilt from
+        the graph. Their vectors move up in place (:func:`without_rows`: this view is not
+        used again), the node attributes read so far and the derived structures that say
+        how they shrink are carried over (core/derived.py), the rest is built again when
+        asked. ``node_attr(ids)`` reads node attributes for the new view.
+
+        >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3, dtype=np.float32),
+        ...     src=[0, 1, 2], dst=[2, 2, 0], weight=[0.1, 0.2, 0.3], is_episode=[True] * 3,
+        ...     attrs={"speaker": ["Ann", "Bo", "Cy"]})
+        >>> _ = v.node_values("speaker")
+        >>> w = v.without([1])
+        >>> w.ids, w.index, w.src.tolist(), w.dst.tolist(), w.weight.tolist()
+        (['a', 'c'], {'a': 0, 'c': 1}, [0, 1], [1, 0], [0.1, 0.3])
+        >>> w.node_values("speaker"), w.embeddings.tolist()
+        (['Ann', 'Cy'], [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+        """
+        keep = np.ones(self.n, dtype=bool)
+        keep[np.asarray(gone, dtype=np.int64)] = False
+        remap = np.cumsum(keep) - 1
+        remap[~keep] = -1
+        ids = list(compress(self.ids, keep))
+        edges = keep[self.src] & keep[self.dst]
+        view = Compiled(ids, {n: k for k, n in enumerate(ids)},
+                        without_rows(self.embeddings, keep), remap[self.src[edges]],
+                        remap[self.dst[edges]], self.weight[edges], self.is_episode[keep],
+                        node_attr=None if node_attr is None else node_attr(ids),
+                        learned=self.learned)
+        view.carry_attributes([(name, default, list(compress(values, keep)))
+                               for name, default, values in self.cached_attributes()])
+        view.adopt_derived(self.shrinking(keep, remap))
+        return view
 
     @property
     def n(self) -> int:
@@ -170,7 +263,8 @@ class Compiled:
         object is passed, and grown with the view."""
         cached = self.derived("aligned", lambda v: (values, _aligned(values, v.ids)),
                               lambda old, v, m: (old[0], np.concatenate(
-                                  [old[1], _aligned(old[0], v.ids[m:])])))
+                                  [old[1], _aligned(old[0], v.ids[m:])])),
+                              lambda old, keep, remap: (old[0], old[1][keep]))
         if cached[0] is not values:
             cached = self._derived.set("aligned", (values, _aligned(values, self.ids)
                                                    if vector is None else vector))
@@ -216,16 +310,21 @@ class Compiled:
         asked): after a learned-weight update of one model's graph."""
         self._derived.drop(prefix)
 
-    def derived(self, key: str, build: Callable[[Compiled], Any], grow: Grow | None = None) -> Any:
+    def derived(self, key: str, build: Callable[[Compiled], Any], grow: Grow | None = None,
+                shrink: Shrink | None = None) -> Any:
         """A structure derived from this view (a model's k-NN graph, say), built once per
-        view by ``build(view)`` and dropped with it when the graph changes; with ``grow``,
-        taken over by the views that extend this one (core/derived.py)."""
-        return self._derived.get(self, key, build, grow)
+        view by ``build(view)`` and dropped with it when the graph changes; with ``grow``
+        (``shrink``), taken over by the views that extend (shrink) this one
+        (core/derived.py)."""
+        return self._derived.get(self, key, build, grow, shrink)
 
-    def per_node(self, key: str, build: Callable[[Compiled, int], np.ndarray]) -> np.ndarray:
-        """A value per node derived from node attributes (:meth:`derived`): ``build(view,
-        start)`` computes it for the nodes from ``start`` on, so a view that extends this
-        one computes it for its new nodes alone.
+    def per_node(self, key: str, build: Callable[[Compiled, int], np.ndarray], *,
+                 positions: bool = False) -> np.ndarray:
+        """A value per node derived from that node's own attributes (:meth:`derived`):
+        ``build(view, start)`` computes it for the nodes from ``start`` on, so a view that
+        extends this one computes it for its new nodes alone, and one without some nodes
+        keeps the others' values. With ``positions``, a value is another node's position
+        (-1 for none), which moves with it (-1 once that node is gone).
 
         >>> v = Compiled.from_arrays(["a", "b"], np.eye(2, dtype=np.float32), src=[], dst=[],
         ...                          weight=[], is_episode=[True, False])
@@ -233,11 +332,14 @@ class Compiled:
         [True, False]
         """
         return self.derived(key, lambda v: build(v, 0),
-                            lambda old, v, m: np.concatenate([old, build(v, m)]))
+                            lambda old, v, m: np.concatenate([old, build(v, m)]),
+                            _moved_positions if positions else _kept_rows)
 
     def memo(self, key: str) -> dict[Any, Any]:
-        """A dict of per-node values keyed by position, kept as the view grows (:meth:`derived`)."""
-        return self.derived(key, lambda _: {}, lambda memo, view, m: memo)
+        """A dict of per-node values keyed by position (or by a tuple that starts with
+        one), kept as the view grows and shrinks (:meth:`derived`); a value belongs to its
+        node alone."""
+        return self.derived(key, lambda _: {}, lambda memo, view, m: memo, _moved_keys)
 
     def growing(self) -> list[tuple[str, Any, Grow, int]]:
         """What a view that extends this one takes over (:meth:`Derived.growing`)."""
@@ -247,11 +349,26 @@ class Compiled:
         """Take over the :meth:`growing` structures of the view this one extends."""
         self._derived.carry(growing)
 
+    def shrinking(self, keep: np.ndarray, remap: np.ndarray
+                  ) -> list[tuple[str, Any, Grow | None, Shrink]]:
+        """What a view of the nodes ``keep`` marks takes over (:meth:`Derived.shrinking`)."""
+        return self._derived.shrinking(keep, remap)
+
+    def adopt_derived(self, shrunk: Iterable[tuple[str, Any, Grow | None, Shrink]]) -> None:
+        """Take over the :meth:`shrinking` structures of the view this one shrinks."""
+        self._derived.adopt(shrunk)
+
     def times(self) -> np.ndarray:
         """Every node's event time (``ts``, epoch seconds) as floats, NaN where it has none;
         derived once per view."""
         return self.per_node("times", lambda v, start: np.array(
             [np.nan if t is None else t for t in v.node_values("ts")[start:]], dtype=np.float64))
+
+    def speakers(self) -> np.ndarray:
+        """Every node's speaker (None for concepts) as an object array; derived once per
+        view."""
+        return self.per_node("speakers", lambda v, start: np.array(
+            v.node_values("speaker")[start:], dtype=object))
 
     def node_values(self, name: str, default: Any = None) -> list[Any]:
         """The node attribute ``name`` for every node, aligned with :attr:`ids` (``default``
