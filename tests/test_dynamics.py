@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from synapse_integrations.core.dynamics import (
     SpreadResult,
     lateral_inhibition,
+    propagation_by_source,
     propagation_matrix,
     sigmoid_firing,
     spread_activation,
@@ -504,3 +505,55 @@ def test_support_shortcut_is_bit_identical_to_the_whole_graph_cycle(seed, use_in
     np.testing.assert_array_equal(fast.activation, a)
     np.testing.assert_array_equal(fast.potential, potential)
     np.testing.assert_array_equal(fast.parent, parent)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_the_operator_by_source_equals_the_matrix_and_spreads_to_the_bit(seed):
+    """``propagation_by_source`` (the view's operator: stored by column, built from edges
+    in (src, dst) order without sorting) holds the same entries as ``propagation_matrix``,
+    and spreading with it, which reads only the active nodes' columns while few are
+    active, gives the same activations, potentials and parents to the bit: few anchors,
+    many (the whole product), negative energy (the whole product) and every fan setting."""
+    rng = np.random.default_rng(2000 + seed)
+    n = int(rng.integers(2, 2500))
+    m = int(n * rng.integers(1, 9))
+    keys = np.unique(rng.integers(0, n, m) * n + rng.integers(0, n, m))
+    keys = keys[keys // n != keys % n]  # ascending: (src, dst) order, each edge once
+    src, dst = keys // n, keys % n
+    weights = rng.choice([0.5, 1.0], keys.size) if seed % 3 == 0 else rng.random(keys.size)
+    fan = dict(use_fan_effect=bool(seed % 5), fan_exponent=float(rng.choice([1.0, 0.5, 0.0])),
+               fan_in_exponent=float(rng.choice([0.0, 0.3])))
+    by_row = propagation_matrix(src, dst, weights, n, **fan)
+    by_source = propagation_by_source(src, dst, weights, n, **fan)
+    assert by_source.format == "csc"
+    np.testing.assert_array_equal(by_source.toarray(), by_row.toarray())
+    a0 = np.zeros(n)
+    anchors = rng.choice(n, min(n, int(rng.choice([1, 5, 20, n // 2 + 1]))), replace=False)
+    a0[anchors] = rng.random(anchors.size) * 2.0
+    if seed % 4 == 1:
+        a0[anchors[:1]] = -0.5  # negative energy somewhere: every column is read
+    params = dict(PAPER, iterations=int(rng.integers(1, 5)),
+                  inhibition_top_m=int(rng.choice([0, 7, 40])))
+    for silent_zero in (True, False):
+        a = spread_activation(a0, by_source, silent_zero=silent_zero, track_parents=True,
+                              **params)
+        b = spread_activation(a0, by_row, silent_zero=silent_zero, track_parents=True, **params)
+        np.testing.assert_array_equal(a.activation, b.activation)
+        np.testing.assert_array_equal(a.potential, b.potential)
+        np.testing.assert_array_equal(a.parent, b.parent)
+
+
+def test_the_operator_by_source_wants_sorted_edges_and_ties_break_low():
+    with pytest.raises(InvalidInputError, match=r"\(src, dst\) order"):
+        propagation_by_source(np.array([0, 0]), np.array([1, 1]), np.ones(2), 2)
+    with pytest.raises(InvalidInputError, match="outside"):
+        propagation_by_source(np.array([0]), np.array([3]), np.ones(1), 2)
+    # nodes 0 and 1 both push 0.8 x 1.0 x 1.0 into node 2: the lower index is the parent
+    P = propagation_by_source(np.array([0, 1]), np.array([2, 2]), np.ones(2), 3)
+    res = spread_activation(np.array([1.0, 1.0, 0.0]), P, iterations=1, track_parents=True,
+                            **PAPER)
+    assert res.parent.tolist() == [-1, -1, 0]
+    empty = propagation_by_source(np.array([], dtype=np.int64), np.array([], dtype=np.int64),
+                                  np.array([]), 3)
+    assert empty.nnz == 0 and spread_activation(np.ones(3), empty, iterations=2,
+                                                **PAPER).activation.shape == (3,)

@@ -37,6 +37,7 @@ from ..errors import InvalidInputError
 __all__ = [
     "SpreadResult",
     "lateral_inhibition",
+    "propagation_by_source",
     "propagation_matrix",
     "sigmoid_firing",
     "spread_activation",
@@ -115,6 +116,53 @@ def propagation_matrix(
            [0.4, 0. , 0. ],
            [0.2, 1. , 0. ]])
     """
+    src, dst, values = _propagation_values(src, dst, weight, n, use_fan_effect=use_fan_effect,
+                                           fan_exponent=fan_exponent,
+                                           fan_in_exponent=fan_in_exponent)
+    return sp.csr_array((values, (dst, src)), shape=(n, n))
+
+
+def propagation_by_source(
+    src: np.ndarray,
+    dst: np.ndarray,
+    weight: np.ndarray,
+    n: int,
+    *,
+    use_fan_effect: bool = True,
+    fan_exponent: float = 1.0,
+    fan_in_exponent: float = 0.0,
+) -> sp.csc_array:
+    """:func:`propagation_matrix`'s ``P`` stored by column (a node's out-edges are its
+    column), for edges given in ``(src, dst)`` order, each once (the compiled view's):
+    built without sorting, in time linear in the edges, so the operator a write changes
+    is cheap to build again; and :func:`spread_activation` with it reads only the columns
+    of the active nodes. Same arguments and checks as :func:`propagation_matrix`.
+
+    >>> P = propagation_by_source(np.array([0, 0, 1]), np.array([1, 2, 2]),
+    ...                           np.array([0.8, 0.4, 1.0]), 3)
+    >>> P.format, P.toarray()[:, 0].tolist()
+    ('csc', [0.0, 0.4, 0.2])
+    >>> propagation_by_source(np.array([1, 0]), np.array([0, 1]), np.ones(2), 2)
+    Traceback (most recent call last):
+    ...
+    synapse_integrations.errors.InvalidInputError: edges must be in (src, dst) order, each once
+    """
+    src, dst, values = _propagation_values(src, dst, weight, n, use_fan_effect=use_fan_effect,
+                                           fan_exponent=fan_exponent,
+                                           fan_in_exponent=fan_in_exponent)
+    key = src * max(n, 1) + dst
+    if key.size > 1 and not (np.diff(key) > 0).all():
+        raise InvalidInputError("edges must be in (src, dst) order, each once")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return sp.csc_array((values, dst, indptr), shape=(n, n))
+
+
+def _propagation_values(
+    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, n: int, *, use_fan_effect: bool,
+    fan_exponent: float, fan_in_exponent: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checked edges and each one's entry ``P[dst, src]`` (:func:`propagation_matrix`)."""
     src, dst, weight = _check_edges(src, dst, weight, n)
     if not (math.isfinite(fan_exponent) and fan_exponent >= 0):
         raise InvalidInputError(f"fan_exponent must be a finite number >= 0, got {fan_exponent!r}")
@@ -129,7 +177,7 @@ def propagation_matrix(
     if use_fan_effect and src.size and fan_in_exponent != 0:
         fan_in = np.bincount(dst, minlength=n).astype(np.float64)
         values = values / np.power(fan_in, fan_in_exponent)[dst]
-    return sp.csr_array((values, (dst, src)), shape=(n, n))
+    return src, dst, values
 
 
 def _check_edges(
@@ -276,7 +324,7 @@ def spread_activation(
     potential = a.copy()
     reached = a > 0
     for _ in range(iterations):
-        u = (1.0 - decay) * a + spreading_factor * (P @ a)
+        u = (1.0 - decay) * a + spreading_factor * _product(P, a)
         if silent_zero and not (u < 0).any():
             # Fast path, bit-for-bit the same values: with u >= 0 a node at u = 0 stays at
             # potential 0 (inhibition only lowers, the clip keeps 0) and fires 0 (silent
@@ -315,7 +363,7 @@ def spread_activation(
 
 def _check_spread_inputs(
     a0: np.ndarray, P: MatrixLike, iterations: int
-) -> tuple[np.ndarray, sp.csr_array]:
+) -> tuple[np.ndarray, sp.csr_array | sp.csc_array]:
     a = np.array(a0, dtype=np.float64)  # always a copy: a0 is never aliased by the result
     if a.ndim != 1:
         raise InvalidInputError(f"a0 must be a 1-D array, got shape {a.shape}")
@@ -328,12 +376,50 @@ def _check_spread_inputs(
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
             or iterations < 0:
         raise InvalidInputError(f"iterations must be an int >= 0, got {iterations!r}")
-    return a, sp.csr_array(P)
+    by_column = sp.issparse(P) and P.format == "csc"  # propagation_by_source's operator
+    return a, sp.csc_array(P) if by_column else sp.csr_array(P)
 
 
-def _strongest_inflow(P: sp.csr_array, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _columns(P: sp.csc_array, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The entries of ``P``'s columns where ``a > 0``, as ``(row, column, P[row, column])``,
+    column by column (rows ascending in each): what an active node sends."""
+    cols = np.flatnonzero(a > 0)
+    starts = P.indptr[cols]
+    counts = P.indptr[cols + 1] - starts
+    first = np.concatenate(([0], np.cumsum(counts)))
+    take = np.arange(first[-1]) - np.repeat(first[:-1] - starts, counts)
+    return P.indices[take], np.repeat(cols, counts), P.data[take]
+
+
+def _product(P: sp.csr_array | sp.csc_array, a: np.ndarray) -> np.ndarray:
+    """``P @ a``. With ``P`` by column and ``a`` zero but on a few nodes (activation starts
+    on the anchors and inhibition keeps it narrow), only the active nodes' columns are
+    read: each row's products are summed in column order, as a row-wise product sums
+    them, so the values are the same to the bit."""
+    if P.format != "csc" or (a < 0).any() or 8 * np.count_nonzero(a) > a.size:
+        return P @ a
+    rows, cols, values = _columns(P, a)
+    return np.bincount(rows, weights=values * a[cols], minlength=a.size)
+
+
+def _strongest_inflow(P: sp.csr_array | sp.csc_array, a: np.ndarray,
+                      rows: np.ndarray) -> np.ndarray:
     """For each row ``i`` in ``rows``: ``argmax_j P[i, j] * a[j]`` (lowest ``j`` on ties),
     or -1 where no ``P[i, j] * a[j]`` is positive."""
+    if P.format == "csc":  # by column: from what the active nodes send
+        r, cols, values = _columns(P, a)
+        inflow = values * a[cols]
+        wanted = np.zeros(a.size, dtype=bool)
+        wanted[rows] = True
+        keep = wanted[r] & (inflow > 0)
+        r, cols, inflow = r[keep], cols[keep], inflow[keep]
+        order = np.lexsort((cols, -inflow, r))
+        firsts = order[np.flatnonzero(np.diff(r[order], prepend=-1))]
+        position = np.full(a.size, -1, dtype=np.int64)
+        position[rows] = np.arange(rows.size)
+        out = np.full(rows.size, -1, dtype=np.int64)
+        out[position[r[firsts]]] = cols[firsts]
+        return out
     # gather the CSR entries of ``rows`` straight from indptr/indices/data (the same
     # entries, in the same order, as ``P[rows]``, without scipy's fancy-indexing overhead)
     starts = P.indptr[rows]

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .derived import Derived, Grow, Shrink
-from .dynamics import propagation_matrix
+from .dynamics import propagation_by_source
 
 __all__ = ["Compiled", "column_major", "edge_order", "with_rows", "without_rows"]
 
@@ -172,7 +172,7 @@ class Compiled:
     node_attr: NodeAttr | None = None
     #: learned weights of derived graphs, ``{graph: {(src id, dst id): weight}}`` (read only)
     learned: Mapping[str, Mapping[tuple[str, str], float]] = field(default_factory=dict)
-    _matrices: dict[tuple[bool, float, float], sp.csr_array] = field(default_factory=dict)
+    _matrices: dict[tuple[bool, float, float], sp.csc_array] = field(default_factory=dict)
     _derived: Derived = field(default_factory=Derived)
     # cached node_values: key -> (name, default, values aligned with ids)
     _attrs: dict[str, tuple[str, Any, list[Any]]] = field(default_factory=dict)
@@ -393,13 +393,16 @@ class Compiled:
             self._attrs[f"{name}\x00{default!r}"] = (name, default, values)
 
     def propagation(self, *, use_fan_effect: bool, fan_exponent: float = 1.0,
-                    fan_in_exponent: float = 0.0) -> sp.csr_array:
+                    fan_in_exponent: float = 0.0) -> sp.csc_array:
+        """The propagation operator of Eq. 2 over this view's edges
+        (:func:`~.dynamics.propagation_by_source`: stored by column, built from the edges'
+        ``(src, dst)`` order without sorting), cached per view and parameters."""
         key = (use_fan_effect, float(fan_exponent) if use_fan_effect else 0.0,
                float(fan_in_exponent) if use_fan_effect else 0.0)
         m = self._matrices.get(key)
         if m is None:
-            m = propagation_matrix(self.src, self.dst, self.weight, self.n,
-                                   use_fan_effect=use_fan_effect, fan_exponent=fan_exponent,
-                                   fan_in_exponent=fan_in_exponent)
+            m = propagation_by_source(self.src, self.dst, self.weight, self.n,
+                                      use_fan_effect=use_fan_effect, fan_exponent=fan_exponent,
+                                      fan_in_exponent=fan_in_exponent)
             self._matrices[key] = m
         return m
