@@ -156,14 +156,11 @@ def test_archive_and_forget_shrink_the_view_to_what_a_rebuild_gives():
     again = g.compiled()
     _assert_same(again, _rebuilt(g))
     assert again.ids[-3:] == ["e10", "e9", "e0"]
-    # restored from the archive: added at the end, with their edges to active nodes
+    # restored from the archive: the view is rebuilt (other nodes' values may name it)
     g.restore_nodes({"e2": _unit(1, 2, 0)})
     view = g.compiled()
     _assert_same(view, _rebuilt(g))
-    assert view.ids[-1] == "e2" and view.node_values("speaker")[-1] == "Ann"
-    g.restore_nodes({"e4": _unit(1, 4, 0)})
-    _assert_same(g.compiled(), _rebuilt(g))
-    assert all(g.g.has_edge(*e) for e in (("e2", "e3"), ("e3", "e4"), ("e4", "e5"), ("e4", "c")))
+    assert view.ids[-1] == "e2" and view.cached_attributes() == []
 
 
 def test_engine_views_match_a_rebuild_and_retrieval_is_unchanged():

@@ -60,9 +60,9 @@ class _Delta:
     """What changed since the compiled view was built, while every change was one the view
     can take in place of a rebuild: nodes taken out (archived or forgotten), nodes added
     (in order), edges added, edge weights changed, edges removed, vectors of existing
-    nodes changed (a node restored from the archive is one added). Anything else (a node
-    re-added while the view holds it, a node attribute the view caches) drops the view
-    instead (:meth:`MemoryGraph.invalidate`)."""
+    nodes changed. Anything else (a node restored, or re-added while the view holds it, a
+    node attribute the view caches) drops the view instead
+    (:meth:`MemoryGraph.invalidate`)."""
 
     dropped: set[str] = field(default_factory=set)
     nodes: list[str] = field(default_factory=list)
@@ -224,13 +224,13 @@ class MemoryGraph:
 
     def _leave_view(self, ids: Iterable[str]) -> None:
         """Nodes that left the graph: the view drops them when next asked (:meth:`compiled`)."""
-        delta = self._pending()
-        if delta is not None:
-            ids = set(ids)
-            held = self._compiled.index  # type: ignore[union-attr]  # a delta implies a view
-            delta.dropped.update(i for i in ids if i in held)
-            # added since the view and gone again: one added once more goes at the end
-            delta.nodes = [n for n in delta.nodes if n not in ids]
+        view, delta = self._compiled, self._pending()
+        if view is None or delta is None:
+            return
+        ids = set(ids)
+        delta.dropped.update(i for i in ids if i in view.index)
+        # added since the view and gone again: one added once more goes at the end
+        delta.nodes = [n for n in delta.nodes if n not in ids]
 
     # -- mutation -------------------------------------------------------------------------
     def add_node(self, node_id: str, vector: np.ndarray, **attrs: Any) -> None:
@@ -393,7 +393,6 @@ class MemoryGraph:
         """Bring archived nodes back (``vectors``: id -> embedding), with their edges to
         active nodes."""
         restored = []
-        delta = self._pending()  # the view takes them in as nodes added (they come last)
         for i in vectors:
             rec = self.archive.pop(i, None)
             if rec is None:
@@ -405,18 +404,16 @@ class MemoryGraph:
             self.g.add_node(i, **rec["node"])
             self.vectors[i] = np.asarray(vectors[i], dtype=np.float32)
             restored.append(i)
-            if delta is not None:
-                delta.nodes.append(i)
             for u, v, d in rec["edges"]:
                 other = v if u == i else u
                 if other in self.g:
                     self.g.add_edge(u, v, **d)
-                    if delta is not None:
-                        delta.edges.append((u, v))
                 elif other in self.archive:
                     other_edges = self.archive[other]["edges"]
                     if not any(e[0] == u and e[1] == v for e in other_edges):
                         other_edges.append([u, v, d])
+        if restored:  # rebuilt: what other nodes derive from it (an echo's source) comes back
+            self.invalidate()
         return restored
 
     # -- derived state --------------------------------------------------------------------
