@@ -302,7 +302,8 @@ def spread_activation(
 
     Args:
         a0: initial activation, non-zero on the anchors (Eq. 1).
-        P: ``n x n`` propagation matrix, see :func:`propagation_matrix`.
+        P: ``n x n`` propagation matrix, see :func:`propagation_matrix` (by row) and
+            :func:`propagation_by_source` (by column: only active columns are read).
         iterations: ``T``; 0 returns ``a0`` unchanged.
         spreading_factor: ``S``.
         decay: ``delta``; the engine passes 0 to ablate decay.

@@ -275,7 +275,7 @@ def decide(*, topic_ok: bool, confidence: float, tau: float, signal: str,
 
 
 def _names(speakers: np.ndarray) -> list[str]:
-    return sorted(s for s in set(speakers.tolist()) if isinstance(s, str) and s)
+    return sorted({s for s in speakers.tolist() if isinstance(s, str) and s})
 
 
 def speaker_names(view: Compiled) -> list[str]:
