@@ -68,7 +68,7 @@ import numpy as np
 
 from . import scoring
 from .documents import without_speaker
-from .echoes import is_role
+from .echoes import role_turns
 
 __all__ = ["FOLLOW_UP_CHARS", "REPLY_WINDOW", "asked_share", "follow_ups", "hand_over",
            "lift_replies", "replies_to", "with_replies"]
@@ -94,16 +94,6 @@ def _short(view: Any, start: int = 0) -> np.ndarray:
     """Whether each node's text from ``start`` on is short enough to follow up a statement."""
     return np.fromiter((len(t or "") <= FOLLOW_UP_CHARS for t in view.node_values("text")[start:]),
                        dtype=bool, count=view.n - start)
-
-
-def _assistant(view: Any, start: int = 0) -> np.ndarray:
-    """Whether each node from ``start`` on is a turn of the assistant's."""
-    speakers, metas = view.node_values("speaker"), view.node_values("metadata")
-    out = np.zeros(view.n - start, dtype=bool)
-    for i in np.flatnonzero(view.is_episode[start:]).tolist():
-        out[i] = is_role({"speaker": speakers[start + i], "metadata": metas[start + i] or {}},
-                         "assistant")
-    return out
 
 
 def _seq(view: Any, start: int = 0) -> np.ndarray:
@@ -137,7 +127,8 @@ def _pairs(view: Any, episodes: np.ndarray, out: np.ndarray, start: int = 0) -> 
     with np.errstate(invalid="ignore"):
         timely = np.isnan(gap) | ((gap >= 0) & (gap <= REPLY_WINDOW))
     ok = view.per_node("conversation.asks", _asks)[q] & timely & other \
-        & ~view.per_node("conversation.assistant", _assistant)[a]
+        & ~view.per_node("conversation.assistant",
+                         lambda v, start: role_turns(v, "assistant", start))[a]
     ok[:start] = False
     j = np.flatnonzero(ok)
     out[a[j], 0] = q[j]

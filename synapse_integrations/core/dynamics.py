@@ -381,14 +381,21 @@ def _check_spread_inputs(
     return a, sp.csc_array(P) if by_column else sp.csr_array(P)
 
 
+def _slices(indptr: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the compressed rows (or columns) ``which`` of a sparse matrix lie in its
+    ``indices``/``data``, in order, and how many entries each has: the same entries as
+    ``P[which]``, without scipy's fancy-indexing overhead."""
+    starts = indptr[which]
+    counts = indptr[which + 1] - starts
+    first = np.concatenate(([0], np.cumsum(counts)))
+    return np.arange(first[-1]) - np.repeat(first[:-1] - starts, counts), counts
+
+
 def _columns(P: sp.csc_array, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The entries of ``P``'s columns where ``a > 0``, as ``(row, column, P[row, column])``,
     column by column (rows ascending in each): what an active node sends."""
     cols = np.flatnonzero(a > 0)
-    starts = P.indptr[cols]
-    counts = P.indptr[cols + 1] - starts
-    first = np.concatenate(([0], np.cumsum(counts)))
-    take = np.arange(first[-1]) - np.repeat(first[:-1] - starts, counts)
+    take, counts = _slices(P.indptr, cols)
     return P.indices[take], np.repeat(cols, counts), P.data[take]
 
 
@@ -405,39 +412,28 @@ def _product(P: sp.csr_array | sp.csc_array, a: np.ndarray) -> np.ndarray:
 
 def _strongest_inflow(P: sp.csr_array | sp.csc_array, a: np.ndarray,
                       rows: np.ndarray) -> np.ndarray:
-    """For each row ``i`` in ``rows``: ``argmax_j P[i, j] * a[j]`` (lowest ``j`` on ties),
-    or -1 where no ``P[i, j] * a[j]`` is positive."""
-    if P.format == "csc":  # by column: from what the active nodes send
+    """For each of the distinct rows ``i`` in ``rows``: ``argmax_j P[i, j] * a[j]``
+    (lowest ``j`` on ties), or -1 where no ``P[i, j] * a[j]`` is positive."""
+    if P.format == "csc":  # by column: from what the active nodes send to the rows asked
         r, cols, values = _columns(P, a)
-        inflow = values * a[cols]
-        wanted = np.zeros(a.size, dtype=bool)
-        wanted[rows] = True
-        keep = wanted[r] & (inflow > 0)
-        r, cols, inflow = r[keep], cols[keep], inflow[keep]
-        order = np.lexsort((cols, -inflow, r))
-        firsts = order[np.flatnonzero(np.diff(r[order], prepend=-1))]
         position = np.full(a.size, -1, dtype=np.int64)
         position[rows] = np.arange(rows.size)
-        out = np.full(rows.size, -1, dtype=np.int64)
-        out[position[r[firsts]]] = cols[firsts]
-        return out
-    # gather the CSR entries of ``rows`` straight from indptr/indices/data (the same
-    # entries, in the same order, as ``P[rows]``, without scipy's fancy-indexing overhead)
-    starts = P.indptr[rows]
-    counts = P.indptr[rows + 1] - starts
-    row_of = np.repeat(np.arange(rows.size), counts)
-    first = np.concatenate(([0], np.cumsum(counts)))
-    take = np.arange(first[-1]) - np.repeat(first[:-1] - starts, counts)
-    cols = P.indices[take]
-    inflow = P.data[take] * a[cols]
-    # Sort entries by row, then inflow descending, then column ascending: the first entry of
-    # each row is its argmax with the lowest-index tie-break.
-    order = np.lexsort((cols, -inflow, row_of))
+        group = position[r]
+        asked = group >= 0
+        group, cols, inflow = group[asked], cols[asked], values[asked] * a[cols[asked]]
+    else:  # by row: the rows' own entries
+        take, counts = _slices(P.indptr, rows)
+        group = np.repeat(np.arange(rows.size), counts)
+        cols = P.indices[take]
+        inflow = P.data[take] * a[cols]
+    # the positive inflows sorted by row, then inflow descending, then column ascending:
+    # the first entry of each row is its argmax with the lowest-index tie-break
+    positive = inflow > 0
+    group, cols, inflow = group[positive], cols[positive], inflow[positive]
+    order = np.lexsort((cols, -inflow, group))
+    firsts = order[np.flatnonzero(np.diff(group[order], prepend=-1))]
     out = np.full(rows.size, -1, dtype=np.int64)
-    firsts = order[first[:-1][counts > 0]]
-    best_rows = row_of[firsts]
-    positive = inflow[firsts] > 0
-    out[best_rows[positive]] = cols[firsts[positive]]
+    out[group[firsts]] = cols[firsts]
     return out
 
 

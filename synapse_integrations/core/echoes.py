@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["ASSISTANT_SPEAKERS", "ECHO_COSINE", "ECHO_LOOKBACK", "ECHO_MARGIN", "USER_SPEAKERS",
-           "demote", "is_role", "mark"]
+           "demote", "is_role", "mark", "role_turns"]
 
 #: Minimum cosine between an assistant turn and a recent user turn for it to be an echo.
 ECHO_COSINE = 0.75
@@ -57,6 +57,17 @@ def is_role(row: Mapping[str, Any], role: str) -> bool:
         return meta["role"].lower() == role
     speaker = str(row.get("speaker") or "").strip().lower()
     return speaker in (USER_SPEAKERS if role == "user" else ASSISTANT_SPEAKERS)
+
+
+def role_turns(view: Any, role: str, start: int = 0) -> np.ndarray:
+    """Whether each node of a compiled view from ``start`` on is a turn of ``role``
+    (:func:`is_role`; False for concepts): a ``per_node`` value."""
+    speakers, metas = view.node_values("speaker"), view.node_values("metadata")
+    out = np.zeros(view.n - start, dtype=bool)
+    for i in np.flatnonzero(view.is_episode[start:]).tolist():
+        out[i] = is_role({"speaker": speakers[start + i], "metadata": metas[start + i] or {}},
+                         role)
+    return out
 
 
 def _stored_before(state: Any, count: int) -> list[tuple[str, dict[str, Any]]]:

@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from .documents import is_name, name_line
-from .echoes import is_role
+from .echoes import role_turns
 from .gate import named_subjects, speaker_names
 from .scoring import cosine_without, without_scale
 from .tokens import FIRST_PERSON, MONTH, NUMERIC_DATE, YEAR
@@ -181,19 +181,9 @@ def asks_assistant(query: str) -> bool:
     return bool(_YOU_SAID.search(query))
 
 
-def _users(view: Any, start: int = 0) -> np.ndarray:
-    """Whether each node from ``start`` on is a turn of the user's."""
-    speakers, metas = view.node_values("speaker"), view.node_values("metadata")
-    out = np.zeros(view.n - start, dtype=bool)
-    for i in np.flatnonzero(view.is_episode[start:]).tolist():
-        out[i] = is_role({"speaker": speakers[start + i], "metadata": metas[start + i] or {}},
-                         "user")
-    return out
-
-
 def user_turns(view: Any) -> np.ndarray | None:
     """The user's turns (by role), or None when the memory holds none."""
-    users = view.per_node("user-turns", _users)
+    users = view.per_node("user-turns", lambda v, start: role_turns(v, "user", start))
     return users if users.any() else None
 
 
