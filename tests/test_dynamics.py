@@ -464,7 +464,7 @@ def _spread_whole_graph(a0, P, *, iterations, spreading_factor, decay, inhibitio
                         inhibition_top_m, gamma, theta, use_inhibition=True):
     """The cycle computed over every node (no support shortcut): what the fast path of
     ``spread_activation`` must reproduce bit for bit."""
-    from synapse_integrations.core.dynamics import _strongest_inflow
+    from synapse_integrations.core.dynamics import strongest_inflow
 
     P = sp.csr_array(P)
     a = np.array(a0, dtype=np.float64)
@@ -477,7 +477,7 @@ def _spread_whole_graph(a0, P, *, iterations, spreading_factor, decay, inhibitio
                      if use_inhibition else np.maximum(u, 0.0))
         fresh = np.flatnonzero((potential > 0) & ~reached)
         if fresh.size:
-            parent[fresh] = _strongest_inflow(P, a, fresh)
+            parent[fresh] = strongest_inflow(P, a, fresh)
         reached |= potential > 0
         a = sigmoid_firing(potential, gamma=gamma, theta=theta)
     return a, potential, parent

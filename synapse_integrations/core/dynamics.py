@@ -42,6 +42,7 @@ __all__ = [
     "sigmoid_firing",
     "spread_activation",
     "spread_activation_reference",
+    "strongest_inflow",
 ]
 
 logger = logging.getLogger(__name__)
@@ -342,7 +343,7 @@ def spread_activation(
                 hit = support[sub > 0]
                 fresh = hit[~reached[hit]]
                 if fresh.size:
-                    parent[fresh] = _strongest_inflow(P, a, fresh)
+                    parent[fresh] = strongest_inflow(P, a, fresh)
                 reached[hit] = True
             a = np.zeros(n)
             a[support] = sigmoid_firing(sub, gamma=gamma, theta=theta, silent_zero=True)
@@ -354,7 +355,7 @@ def spread_activation(
         if track_parents:
             fresh = np.flatnonzero((potential > 0) & ~reached)
             if fresh.size:
-                parent[fresh] = _strongest_inflow(P, a, fresh)
+                parent[fresh] = strongest_inflow(P, a, fresh)
             reached |= potential > 0
         a = sigmoid_firing(potential, gamma=gamma, theta=theta, silent_zero=silent_zero)
     logger.debug("spread_activation: %d nodes, %d iterations, %d active",
@@ -410,10 +411,19 @@ def _product(P: sp.csr_array | sp.csc_array, a: np.ndarray) -> np.ndarray:
     return np.bincount(rows, weights=values * a[cols], minlength=a.size)
 
 
-def _strongest_inflow(P: sp.csr_array | sp.csc_array, a: np.ndarray,
+def strongest_inflow(P: sp.csr_array | sp.csc_array, a: np.ndarray,
                       rows: np.ndarray) -> np.ndarray:
     """For each of the distinct rows ``i`` in ``rows``: ``argmax_j P[i, j] * a[j]``
-    (lowest ``j`` on ties), or -1 where no ``P[i, j] * a[j]`` is positive."""
+    (lowest ``j`` on ties), or -1 where no ``P[i, j] * a[j]`` is positive: the node that
+    passed ``i`` the most energy (the parent an explanation shows). ``P`` by row or by
+    column (sorted indices); the seed models' spreading reads it too.
+
+    >>> P = sp.csr_array(np.array([[0.0, 0.5, 0.5], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]))
+    >>> strongest_inflow(P, np.array([0.0, 1.0, 1.0]), np.array([0, 1, 2])).tolist()
+    [1, -1, -1]
+    >>> strongest_inflow(sp.csc_array(P), np.array([0.0, 1.0, 1.0]), np.array([0, 2])).tolist()
+    [1, -1]
+    """
     if P.format == "csc":  # by column: from what the active nodes send to the rows asked
         r, cols, values = _columns(P, a)
         position = np.full(a.size, -1, dtype=np.int64)

@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InvalidInputError
-from ..dynamics import propagation_matrix
+from ..dynamics import propagation_matrix, strongest_inflow
 from ..scoring import top_k
 from . import _params as prm
 from ._neighbors import NeighborIndex, NeighborTable, neighbor_table
@@ -204,28 +204,10 @@ def spread_with_parents(a0: np.ndarray, P: sp.csr_array | np.ndarray, *, gamma: 
         nxt = gamma * a + (1.0 - gamma) * (P @ a)
         fresh = np.flatnonzero((nxt > 0) & ~reached)
         if fresh.size:
-            parent[fresh] = _strongest_inflow(P, a, fresh)
+            parent[fresh] = strongest_inflow(P, a, fresh)
             reached[fresh] = True
         a = nxt
     return a, parent
-
-
-def _strongest_inflow(P: sp.csr_array, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``argmax_j P[i, j] * a[j]`` for each ``i`` in ``rows`` (lowest ``j`` on ties; -1 where
-    nothing positive flows in). ``P`` has sorted indices."""
-    sub = P[rows]
-    counts = np.diff(sub.indptr)
-    flow = sub.data * a[sub.indices]
-    row_of = np.repeat(np.arange(rows.size), counts)
-    out = np.full(rows.size, -1, dtype=np.int64)
-    if flow.size == 0:
-        return out
-    best = np.full(rows.size, -np.inf)
-    np.maximum.at(best, row_of, flow)
-    at_max = np.flatnonzero((flow == best[row_of]) & (flow > 0))
-    first_rows, first = np.unique(row_of[at_max], return_index=True)
-    out[first_rows] = sub.indices[at_max[first]]
-    return out
 
 
 # --------------------------------------------------------------------------------------------
