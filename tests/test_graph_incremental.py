@@ -355,3 +355,39 @@ def test_an_archive_shrinks_the_engine_view_and_retrieval_is_unchanged():
         assert (shrunk["echo-sources"] >= 0).sum() == (echoes >= 0).sum() - 1  # source gone
     finally:
         mem.close()
+
+
+def test_a_forgotten_echo_source_written_again_is_the_echo_source_again():
+    """An echo whose source is forgotten points nowhere (-1); when a turn with the source's
+    id is written again, the echo points at it, as in a view rebuilt from the graph (the
+    view is rebuilt: extending it would leave the echo at -1)."""
+    question = "What is my order number?"
+    mem = Synapse(None, namespace="echo-again", embedder=HashingEmbedder(),
+                  client=ephemeral_client(), snapshot_every=10**9)
+    try:
+        mem.add_turns([_chat(k) for k in range(20)])
+        mem.retrieve(question)
+        graph = mem._state.graph  # the engine's MemoryGraph (test access)
+
+        def sources():
+            mem.retrieve(question)  # derives the echoes' sources on the current view
+            view = graph.compiled()
+            return view, view.derived("echo-sources", lambda v: None)
+        view, echoes = sources()
+        echo = int(np.flatnonzero(echoes >= 0)[0])
+        echo_id, source_id = view.ids[echo], view.ids[int(echoes[echo])]
+        source = mem.get(source_id)
+        mem.forget([source_id])
+        mem.add_turns([_chat(k) for k in range(20, 23)])
+        view, gone = sources()
+        assert gone[view.index[echo_id]] == -1
+        mem.add_turn(source["text"], speaker=source.get("speaker"), id=source_id,
+                     timestamp=source.get("ts"))
+        again, found = sources()
+        assert found[again.index[echo_id]] == again.index[source_id]  # not -1 (the last)
+        graph.invalidate()
+        fresh, rebuilt = sources()
+        _assert_same(again, fresh)
+        np.testing.assert_array_equal(found, rebuilt)
+    finally:
+        mem.close()

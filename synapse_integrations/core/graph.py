@@ -60,8 +60,8 @@ class _Delta:
     """What changed since the compiled view was built, while every change was one the view
     can take in place of a rebuild: nodes taken out (archived or forgotten), nodes added
     (in order), edges added, edge weights changed, edges removed, vectors of existing
-    nodes changed. Anything else (a node restored, or re-added while the view holds it, a
-    node attribute the view caches) drops the view instead
+    nodes changed. Anything else (a node restored, re-added while the view holds it or after
+    it left the view, a node attribute the view caches) drops the view instead
     (:meth:`MemoryGraph.invalidate`)."""
 
     dropped: set[str] = field(default_factory=set)
@@ -106,6 +106,9 @@ class MemoryGraph:
         self._seq = 0
         self._compiled: Compiled | None = None
         self._delta: _Delta | None = None  # changes the compiled view has not taken yet
+        # ids that left the view since it was last built: other nodes' values may name
+        # them (an echo's source, -1 once it left), so one written again rebuilds the view
+        self._left: set[str] = set()
         # node ids by kind, in graph (insertion) order; derived, kept in step by the
         # mutators below and rebuilt when it disagrees with the graph's node count
         self._kinds: dict[str, dict[str, None]] | None = None
@@ -228,6 +231,7 @@ class MemoryGraph:
         if view is None or delta is None:
             return
         ids = set(ids)
+        self._left |= ids
         delta.dropped.update(i for i in ids if i in view.index)
         # added since the view and gone again: one added once more goes at the end
         delta.nodes = [n for n in delta.nodes if n not in ids]
@@ -240,7 +244,9 @@ class MemoryGraph:
         self.g.add_node(node_id, **attrs)
         self.vectors[node_id] = np.asarray(vector, dtype=np.float32)
         self._concept_row_set(node_id, self.vectors[node_id], self.g.nodes[node_id].get("kind"))
-        delta = None if existed else self._pending()
+        # an id that left the view and comes back: rebuilt, as a restore is (what other
+        # nodes derived from it, an echo's source, points at it again)
+        delta = None if existed or node_id in self._left else self._pending()
         if delta is None:
             self.invalidate()
         else:
@@ -429,6 +435,7 @@ class MemoryGraph:
                                   lambda ids: _attribute_reader(nodes, ids))
             self._compiled = self._extend(old, delta)
         if self._compiled is None:
+            self._left.clear()
             ids = list(self.g.nodes)
             index = {n: k for k, n in enumerate(ids)}
             emb = column_major([self.vectors[n] for n in ids] if ids
