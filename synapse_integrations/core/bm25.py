@@ -67,6 +67,7 @@ class BM25Index:
         self._lock = threading.Lock()
         #: terms are Snowball stems ("moved" matches "move"); False: the tokens as written
         self.stemming = stemming
+        self._version = 0  # counts the changes to the corpus (what a lookup cache keys on)
         self._reset()
 
     def _terms(self, text: str) -> list[str]:
@@ -88,6 +89,9 @@ class BM25Index:
         self._total_len = 0.0
         self._live = 0
         self._positions: tuple[Any, ...] | None = None  # (index, slots resolved, positions)
+        # the last answer of _slot_positions: (index, (its size, n, version), positions)
+        self._answer: tuple[Any, tuple[int, int, int], np.ndarray] | None = None
+        self._version += 1
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -151,6 +155,7 @@ class BM25Index:
         self._texts[doc_id] = text
         self._total_len += len(tokens)
         self._live += 1
+        self._version += 1
 
     def _remove(self, doc_id: str) -> None:
         slot = self._slot.pop(doc_id, None)
@@ -166,6 +171,7 @@ class BM25Index:
         self._doc_terms[slot] = None
         self._texts.pop(doc_id, None)
         self._live -= 1
+        self._version += 1
 
     def _compact(self) -> None:
         texts = [(i, self._texts[i]) for i in self._ids if i is not None]
@@ -200,9 +206,16 @@ class BM25Index:
         return out
 
     def _slot_positions(self, index: Mapping[str, int], n: int) -> np.ndarray:
-        """Slot -> position in ``index`` (-1 for none), cached while ``index`` is the same
-        object: only slots not resolved yet are looked up again (``index`` only grows while
-        it is the same object)."""
+        """Slot -> position in ``index`` (-1 for none, for a removed document and for a
+        position at or past ``n``), read-only. Cached while ``index`` is the same object:
+        only slots not resolved yet are looked up again (``index`` only grows while it is
+        the same object), and the answer itself is kept until ``index`` grows, ``n``
+        changes or a document is added or removed (a query asks several times: the lexical
+        trigger, the gate's coverage of each word, the exclusive tokens)."""
+        key = (len(index), n, self._version)
+        answer = self._answer
+        if answer is not None and answer[0] is index and answer[1] == key:
+            return answer[2]
         cached = self._positions
         ids = self._ids
         if cached is None or cached[0] is not index:  # every slot, in one pass
@@ -218,6 +231,8 @@ class BM25Index:
         self._positions = (index, pos)
         pos = pos.copy()
         pos[(pos >= n) | ~self._alive[:pos.size]] = -1
+        pos.flags.writeable = False
+        self._answer = (index, key, pos)
         return pos
 
     def has(self, token: str) -> bool:
@@ -303,6 +318,28 @@ class BM25Index:
             mass += idf
             used.append(token)
         return (out / mass if mass > 0 else out), used, mass
+
+    def holders(self, token: str, index: Mapping[str, int], n: int,
+                eligible: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """The ``eligible`` positions of ``index`` whose document holds ``token`` (its
+        term: any form the index matches), ascending, and the token's IDF over the
+        eligible positions; None when none holds it. What :meth:`coverage` of ``[token]``
+        says, without an array over every position: the one word's coverage is its IDF
+        at these positions, 0 elsewhere.
+
+        >>> idx = BM25Index()
+        >>> idx.set({"a": "Mel ran a charity race", "b": "the race was fun", "c": "hello"})
+        >>> where, idf = idx.holders("races", {"a": 0, "b": 1, "c": 2}, 3, np.ones(3, dtype=bool))
+        >>> where.tolist(), round(idf, 3)  # ln(1 + (3 - 2 + 0.5) / (2 + 0.5))
+        ([0, 1], 0.47)
+        >>> idx.holders("hamster", {"a": 0, "b": 1, "c": 2}, 3, np.ones(3, dtype=bool)) is None
+        True
+        """
+        held = self._held_by([token], index, n, eligible)
+        if not held:
+            return None
+        _, where, idf = held[0]
+        return np.sort(where), idf
 
     def _held_by(self, tokens: Sequence[str], index: Mapping[str, int], n: int,
                  eligible: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
