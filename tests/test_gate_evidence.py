@@ -87,6 +87,39 @@ def test_presence_check_rejects_details_never_said(mem):
     assert not off.rejected and off.verdict.signals["presence"] == 0.0
 
 
+def test_the_checks_read_the_turns_they_need_not_every_turn(monkeypatch):
+    """Whom a turn is about is worked out for the turns a check reads (those holding the
+    question's words, the evidence found, the first turn about the person), not for every
+    turn of the memory: a never-said question naming a person in a memory of 1,200 turns
+    reads a few hundred at most, and its verdict is the one every turn would give."""
+    from synapse_integrations import HashingEmbedder
+    from synapse_integrations.storage.chroma import ephemeral_client
+
+    hobbies = ["hiking", "baking", "chess", "painting", "cycling", "gardening"]
+    turns = [{"text": f"{who}: I enjoyed {hobbies[k % 6]} on day {k}.", "speaker": who,
+              "timestamp": 1_700_000_000 + 60 * k}
+             for k, who in enumerate(["Bo", "Ann"] * 600)]
+    calls = []
+    about = G.turn_about
+    monkeypatch.setattr(G, "turn_about", lambda *a: calls.append(a[0]) or about(*a))
+    with Synapse(None, namespace="gate-reads", embedder=HashingEmbedder(),
+                 client=ephemeral_client(), snapshot_every=10**9) as m:
+        m.add_turns(turns)
+        cfg = m.config.replace(gate_tau=0.0)  # hashed vectors: the topic check would decide
+        never = m.retrieve("What is the name of Ann's goldfish?", config=cfg)
+        assert never.rejected and never.verdict.check == "presence"
+        assert never.verdict.evidence_id == m.episodes()[1]["id"]  # Ann's first turn
+        assert 0 < len(calls) <= 300
+        calls.clear()
+        said = m.retrieve("When was Ann baking?", config=cfg)  # Ann's turns: 1 in 6 bake
+        assert not said.rejected and said.verdict.check == "accepted"
+        assert len(calls) <= 200 + 5  # the turns holding "baking", and the evidence found
+        calls.clear()
+        m.retrieve("What is the name of Ann's goldfish?", config=cfg)
+        m.retrieve("When was Ann baking?", config=cfg)
+        assert len(calls) <= 5  # read once per turn, then kept (the evidence may differ)
+
+
 def test_presence_by_meaning_kernels_against_hand_computed_values():
     # turn 0 links concepts 0 and 1, turn 1 concept 2, turn 2 none
     links = sp.csr_array(np.array([[1, 1, 0], [0, 0, 1], [0, 0, 0]]))

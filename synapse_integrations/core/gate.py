@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -307,19 +307,19 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
         terms = resolve_terms(attribute_terms(query, speakers), bm25.has)
         if terms:
             cov, used, _ = bm25.coverage(terms, view.index, view.n, eligible)
-            subject = eligible & (spk == named[0]) if len(named) == 1 else eligible
             if len(named) == 1 and len(speakers) >= 2:
                 # only turns holding some attribute term can decide: whom is each about?
-                owned = _about(view, spk, speakers, named[0], eligible & (cov > 0))
+                about = _AboutName(view, spk, speakers, named[0], eligible)
+                owned = about.mask(eligible & (cov > 0))
                 gap, o, _ = attribution_gap(cov, owned, eligible & ~owned)
                 if o >= 0 and used:
                     attribution = (gap, named[0], str(spk[o]), view.ids[o])
-                # presence, too, reads the turns about the named person (all of them when
+                # presence, too, reads the turns about the named person (any of them when
                 # it matches by meaning: a turn may hold none of the words)
-                subject = owned
-                widen = lambda: _about(view, spk, speakers, named[0], eligible)  # noqa: E731
+                subject, widen = _Mask(owned), about
             else:
-                widen = lambda: subject  # noqa: E731
+                subject = widen = _Mask(eligible & (spk == named[0]) if len(named) == 1
+                                        else eligible)
             # measured always (benchmarks sweep it); it decides when gate_presence_min > 0
             share, at = _presence(view, bm25, terms, eligible, subject, widen, cfg, words,
                                   found)
@@ -330,23 +330,70 @@ def evaluate(view: Compiled, bm25: BM25Index, query: str, cfg: SynapseConfig,
                   presence_min=cfg.gate_presence_min)
 
 
-def _about(view: Compiled, spk: np.ndarray, speakers: list[str], name: str,
-           which: np.ndarray) -> np.ndarray:
-    """The positions among ``which`` whose turn is about ``name`` (:func:`turn_about`,
-    cached per view)."""
-    about = view.memo("gate.about")
-    texts = view.node_values("text", "")
-    key = tuple(speakers)
-    out = np.zeros(view.n, dtype=bool)
-    for i in np.flatnonzero(which).tolist():
-        if (i, key) not in about:
-            about[(i, key)] = turn_about(texts[i], spk[i], speakers)
-        out[i] = name in about[(i, key)]
-    return out
+class _Mask:
+    """Turns that may count, given as a mask over the view."""
+
+    def __init__(self, mask: np.ndarray) -> None:
+        self.mask = mask
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """Whether each of ``positions`` may count."""
+        return self.mask[positions]
+
+    def first(self) -> int:
+        """The first turn that may count (-1: none)."""
+        return int(np.argmax(self.mask)) if self.mask.any() else -1
+
+
+class _AboutName:
+    """The ``eligible`` turns about one person (:func:`turn_about`), worked out only for
+    the turns a check asks about: those holding the question's words, the few the
+    retrieval placed first, and the first one about the person (which a rejection names).
+    Each turn's answer is kept per view (a per-node array that grows and shrinks with it;
+    whom a turn is about, per set of speakers, in a memo), so a check pays for the turns
+    it reads, not for every turn of a memory of 100,000."""
+
+    def __init__(self, view: Compiled, spk: np.ndarray, speakers: list[str], name: str,
+                 eligible: np.ndarray) -> None:
+        self.view, self.spk, self.speakers, self.name = view, spk, speakers, name
+        self.eligible = eligible
+        self.known = view.per_node("gate.about\x1f" + name + "\x1f" + "\x1f".join(speakers),
+                                   lambda v, start: np.full(v.n - start, -1, dtype=np.int8))
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """Whether each of ``positions`` is an eligible turn about the person."""
+        positions = np.asarray(positions, dtype=np.int64)
+        todo = positions[self.known[positions] < 0]
+        if todo.size:
+            whom = self.view.memo("gate.about")  # position, speakers -> turn_about
+            texts = self.view.node_values("text", "")
+            key = tuple(self.speakers)
+            for i in todo.tolist():
+                if (i, key) not in whom:
+                    whom[(i, key)] = turn_about(texts[i], self.spk[i], self.speakers)
+                self.known[i] = self.name in whom[(i, key)]
+        return (self.known[positions] == 1) & self.eligible[positions]
+
+    def mask(self, which: np.ndarray) -> np.ndarray:
+        """The turns among ``which`` (a mask) about the person, as a mask."""
+        out = np.zeros(self.view.n, dtype=bool)
+        at = np.flatnonzero(which)
+        out[at] = self.at(at)
+        return out
+
+    def first(self, block: int = 256) -> int:
+        """The first eligible turn about the person (-1: none), read a block at a time."""
+        turns = np.flatnonzero(self.eligible)
+        for start in range(0, turns.size, block):
+            part = turns[start:start + block]
+            hit = np.flatnonzero(self.at(part))
+            if hit.size:
+                return int(part[hit[0]])
+        return -1
 
 
 def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.ndarray,
-              allowed: np.ndarray, widen: Callable[[], np.ndarray], cfg: SynapseConfig,
+              allowed: _Mask | _AboutName, widen: _Mask | _AboutName, cfg: SynapseConfig,
               words: WordVectors | None, found: Sequence[int] = ()) -> tuple[float, int]:
     """Presence's share and turn: each term weighs its IDF over the ``eligible`` turns (a
     term none holds: the IDF of a word held by none); a turn covers it by an inflection
@@ -359,23 +406,24 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
     the closer the best of them by chance (docs/gate.md), and every concept or word of
     every turn about a person of a long conversation let never-said details pass (probes
     19 -> 16 of 25 rejected with every turn's concepts, 17 -> 13 with every turn's
-    words). ``allowed`` are the turns that may count, ``widen()`` those that may count
-    by meaning."""
+    words). ``allowed`` are the turns that may count, ``widen`` those that may count by
+    meaning."""
     weights = np.full(len(terms), math.log(1.0 + (float(eligible.sum()) + 0.5) / 0.5))
-    covered = np.zeros((view.n, len(terms)), dtype=bool)
+    held: dict[int, np.ndarray] = {}  # term -> the eligible turns holding it
     for j, term in enumerate(terms):
-        cov, used, mass = bm25.coverage([term], view.index, view.n, eligible)
-        if used:
-            covered[:, j], weights[j] = cov > 0, mass
-    share, at = term_presence(covered, weights, allowed)
+        got = bm25.holders(term, view.index, view.n, eligible)
+        if got is not None:
+            held[j], weights[j] = got
+    share, at = _best_share(held, weights, allowed)
     # by meaning only where the words alone would refuse (it can only raise the share):
     # most questions never pay for embedding their words
     if share < cfg.gate_presence_min and words is not None and cfg.gate_presence_similarity < 1.0:
-        allowed = widen()  # the turns that may match by meaning (not only those with words)
+        allowed = widen  # the turns that may match by meaning (not only those with words)
         # the evidence the retrieval placed first, read through its concepts and its own
         # words (a turn not consolidated yet links no concept)
         first = np.asarray(found, dtype=np.int64)[:EVIDENCE_TURNS]
-        rows = np.unique(first[allowed[first] & eligible[first]])
+        rows = np.unique(first[allowed.at(first) & eligible[first]])
+        meant = None
         if rows.size:
             tokens = view.memo("gate.tokens")
             texts = view.node_values("text", "")
@@ -387,15 +435,35 @@ def _presence(view: Compiled, bm25: BM25Index, terms: list[str], eligible: np.nd
             vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
             thr = cfg.gate_presence_similarity
             concepts, links = concept_links(view, rows)  # a few dozen
-            covered[rows] |= semantic_cover(vecs[:len(terms)], concepts, links, thr)
+            meant = semantic_cover(vecs[:len(terms)], concepts, links, thr)
             if vocab:
                 col = {t: k for k, t in enumerate(vocab)}
                 pairs = [(r, col[t]) for r, i in enumerate(rows.tolist()) for t in tokens[i]]
                 own = sp.csr_array((np.ones(len(pairs)), tuple(np.array(pairs).T)),
                                    shape=(rows.size, len(vocab)))
-                covered[rows] |= semantic_cover(vecs[:len(terms)], vecs[len(terms):], own, thr)
-        share, at = term_presence(covered, weights, allowed)
+                meant |= semantic_cover(vecs[:len(terms)], vecs[len(terms):], own, thr)
+        share, at = _best_share(held, weights, allowed, rows, meant)
     return share, at
+
+
+def _best_share(held: Mapping[int, np.ndarray], weights: np.ndarray,
+                allowed: _Mask | _AboutName, rows: np.ndarray | None = None,
+                meant: np.ndarray | None = None) -> tuple[float, int]:
+    """:func:`term_presence` over every turn, read off the turns that hold some term
+    (``held``: term -> its turns) and the ``rows`` that cover the terms ``meant``
+    (rows x terms) by meaning: every other turn covers nothing. The best share and its
+    turn; with none above 0, the first ``allowed`` turn (as over every turn)."""
+    parts = [*held.values(), *(() if rows is None else (rows,))]
+    at = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    covered = np.zeros((at.size, weights.size), dtype=bool)
+    for j, where in held.items():
+        covered[np.searchsorted(at, where), j] = True
+    if rows is not None and meant is not None:
+        covered[np.searchsorted(at, rows)] |= meant
+    share, best = term_presence(covered, weights, allowed.at(at))
+    if share > 0:
+        return share, int(at[best])
+    return 0.0, allowed.first()
 
 
 _SECOND = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
