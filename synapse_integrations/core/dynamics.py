@@ -333,7 +333,7 @@ def spread_activation(
             # zero), and zeros never inhibit anyone (only values strictly above count). So
             # Eqs. 3-4 need only the support of u -- the few nodes energy has reached --
             # instead of the whole graph (np.partition over a mostly-zero array is slow).
-            support = np.flatnonzero(u)
+            support = np.flatnonzero(u != 0.0)  # (a float's own nonzero is ~9x slower)
             sub = u[support]
             if use_inhibition:
                 sub = lateral_inhibition(sub, beta=inhibition_beta, top_m=inhibition_top_m)
@@ -358,8 +358,9 @@ def spread_activation(
                 parent[fresh] = strongest_inflow(P, a, fresh)
             reached |= potential > 0
         a = sigmoid_firing(potential, gamma=gamma, theta=theta, silent_zero=silent_zero)
-    logger.debug("spread_activation: %d nodes, %d iterations, %d active",
-                 n, iterations, int(np.count_nonzero(a)))
+    if logger.isEnabledFor(logging.DEBUG):  # the count reads every node
+        logger.debug("spread_activation: %d nodes, %d iterations, %d active",
+                     n, iterations, int(np.count_nonzero(a != 0.0)))
     return SpreadResult(activation=a, potential=potential, parent=parent)
 
 
@@ -405,7 +406,7 @@ def _product(P: sp.csr_array | sp.csc_array, a: np.ndarray) -> np.ndarray:
     on the anchors and inhibition keeps it narrow), only the active nodes' columns are
     read: each row's products are summed in column order, as a row-wise product sums
     them, so the values are the same to the bit."""
-    if P.format != "csc" or (a < 0).any() or 8 * np.count_nonzero(a) > a.size:
+    if P.format != "csc" or (a < 0).any() or 8 * np.count_nonzero(a != 0.0) > a.size:
         return P @ a
     rows, cols, values = _columns(P, a)
     return np.bincount(rows, weights=values * a[cols], minlength=a.size)
