@@ -186,6 +186,15 @@ def follow_ups(view: Any) -> np.ndarray:
     return _replies(view)[:, 1]
 
 
+def _answers(view: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The view's replies (positions, ascending), the question each replies to and the
+    statement that question followed up (-1: none): what :func:`with_replies` reads for
+    every query, once per view."""
+    context = _replies(view)
+    answers = np.flatnonzero(context[:, 0] >= 0)
+    return answers, context[answers, 0], context[answers, 1]
+
+
 def with_replies(view: Any, cand: np.ndarray, questions: bool = True,
                  follow_up: bool = False) -> np.ndarray:
     """``cand`` (sorted indices) plus the replies to the questions among them (with
@@ -193,15 +202,13 @@ def with_replies(view: Any, cand: np.ndarray, questions: bool = True,
     ``follow_up``)."""
     if not (questions or follow_up) or cand.size == 0:
         return cand
-    context = _replies(view)
-    answers = np.flatnonzero(context[:, 0] >= 0)
+    answers, asked, said = view.derived("conversation.answers", _answers)
     if answers.size == 0:
         return cand
     member = np.zeros(view.n, dtype=bool)
     member[cand] = True
-    found = member[context[answers, 0]] if questions else np.zeros(answers.size, dtype=bool)
+    found = member[asked] if questions else np.zeros(answers.size, dtype=bool)
     if follow_up:
-        said = context[answers, 1]
         found |= (said >= 0) & member[np.maximum(said, 0)]
     extra = answers[found & ~member[answers]]
     return cand if extra.size == 0 else np.union1d(cand, extra)
