@@ -85,6 +85,29 @@ def test_positions_follow_a_growing_index_and_a_new_one() -> None:
     assert t[0] == pytest.approx(s[1]) and t[1] == pytest.approx(s[0])
 
 
+def test_positions_asked_again_follow_adds_removals_and_the_views_size() -> None:
+    """A query asks for the slot positions several times; the answer is kept, and every
+    change it depends on is seen: a document added or removed (same index object, same
+    size), the view's size, a grown index. Callers cannot write into the kept answer."""
+    idx = BM25Index()
+    idx.set({"a": "river bridge", "b": "garden"})
+    index = {"a": 0, "b": 1, "c": 2}
+    assert idx.scores_for("garden river", index, 3)[2] == 0.0  # "c" not indexed yet
+    idx.add("c", "garden river walk")
+    assert idx.scores_for("garden river", index, 3)[2] > 0
+    assert idx.holders("walk", index, 3, np.ones(3, dtype=bool))[0].tolist() == [2]
+    idx.remove(["a"])
+    s = idx.scores_for("garden river", index, 3)
+    assert s[0] == 0.0 and s[1] > 0 and s[2] > 0
+    assert idx.scores_for("garden river", index, 2).tolist() == s[:2].tolist()  # n shrank
+    index["d"] = 3
+    idx.add("d", "river")
+    assert idx.scores_for("river", index, 4)[3] > 0
+    kept = idx._slot_positions(index, 4)  # the kept answer itself (test access)
+    with pytest.raises(ValueError):
+        kept[0] = 5
+
+
 def test_many_removals_compact_without_changing_scores() -> None:
     rng = random.Random(3)
     texts = _corpus(rng, 200)
