@@ -413,7 +413,7 @@ def _product(P: sp.csr_array | sp.csc_array, a: np.ndarray) -> np.ndarray:
 
 
 def strongest_inflow(P: sp.csr_array | sp.csc_array, a: np.ndarray,
-                      rows: np.ndarray) -> np.ndarray:
+                     rows: np.ndarray) -> np.ndarray:
     """For each of the distinct rows ``i`` in ``rows``: ``argmax_j P[i, j] * a[j]``
     (lowest ``j`` on ties), or -1 where no ``P[i, j] * a[j]`` is positive: the node that
     passed ``i`` the most energy (the parent an explanation shows). ``P`` by row or by
