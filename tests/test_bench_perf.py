@@ -13,6 +13,7 @@ from synapse_integrations.bench.perf import (
     format_perf_table,
     peak_rss_mb,
     run_perf,
+    speaker_queries,
     synthetic_queries,
     synthetic_turns,
 )
@@ -21,9 +22,10 @@ from synapse_integrations.core.extraction import OfflineExtractor
 from synapse_integrations.types import Turn, VectorWrite, WindowReport
 
 RUN_KEYS = {"nodes", "edges", "synthetic", "retrieve_ms", "dense_only_ms", "activation_ms",
+            "retrieve_named_ms", "retrieve_named_first_ms",
             "ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms", "peak_rss_mb",
             "ratio_with_query_embedding_p50"}
-LATENCIES = ("retrieve_ms", "dense_only_ms", "activation_ms")
+LATENCIES = ("retrieve_ms", "dense_only_ms", "activation_ms", "retrieve_named_ms")
 
 
 def check_perf_json(res: dict, sizes: list[int]) -> None:
@@ -38,6 +40,8 @@ def check_perf_json(res: dict, sizes: list[int]) -> None:
             assert 0.0 < r[key]["p50"] <= r[key]["p95"]
         # the activation step is part of the full retrieval
         assert r["activation_ms"]["p50"] < r["retrieve_ms"]["p50"]
+        first = r["retrieve_named_first_ms"]
+        assert set(first) == {"p50", "p95", "max"} and 0.0 < first["p50"] <= first["p95"] <= first["max"]
         for key in ("ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms",
                     "peak_rss_mb"):
             assert isinstance(r[key], float) and r[key] > 0.0, key
@@ -86,6 +90,14 @@ def test_synthetic_queries() -> None:
     qs = synthetic_queries(7, seed=1)
     assert len(qs) == 7 and all(q.endswith("?") for q in qs)
     assert qs == synthetic_queries(7, seed=1)
+
+
+def test_speaker_queries_name_the_conversations_speakers() -> None:
+    speakers = {t["speaker"] for t in synthetic_turns(4000, seed=2)}
+    qs = speaker_queries(80, seed=2)
+    named = [next((s for s in speakers if f"{s} " in q or f"{s}'s" in q), None) for q in qs]
+    assert None not in named and len(set(named)) == 40  # every recurring speaker, in turn
+    assert sum(q.startswith("What is the name of ") for q in qs) == 20
 
 
 def test_hashing_embedder_unit_rows_and_word_overlap() -> None:
@@ -140,6 +152,11 @@ def test_format_perf_table() -> None:
     assert "synthetic" in table and "ratio 1.25" in table and "ratio 1.00" in table
     # (8.25 + 6) / (8.25 + 3) and (8.25 + 9) / (8.25 + 6)
     assert "with the query's embedding on both sides: 1000: 1.267x, 10000: 1.211x" in table
+    assert "naming a speaker" not in table  # a perf.json from before those keys
+    named = {**_run(1000, (6.0, 3.0, 1.0)), "retrieve_named_ms": {"p50": 7.0, "p95": 9.5},
+             "retrieve_named_first_ms": {"p50": 8.0, "p95": 20.0, "max": 31.0}}
+    assert ("1000 questions naming a speaker: retrieve 7.00/9.50 ms; first ask 8.00/20.00 ms, "
+            "max 31") in format_perf_table({"runs": [named]})
 
 
 def test_peak_rss_is_positive() -> None:

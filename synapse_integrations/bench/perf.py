@@ -63,6 +63,7 @@ __all__ = [
     "format_perf_table",
     "peak_rss_mb",
     "run_perf",
+    "speaker_queries",
     "synthetic_queries",
     "synthetic_turns",
     "time_models",
@@ -109,6 +110,18 @@ _QUESTION_TEMPLATES = (
     "Where was the {topic}?",
     "What happened {when} with {person}?",
 )
+
+
+#: Questions that name one of the conversations' speakers, as most questions of a
+#: conversation's memory do; the gate's checks then read whom each turn is about. One asks
+#: a detail never said (the gate's presence check reads the evidence found by meaning).
+_SPEAKER_TEMPLATES = (
+    "What did {speaker} say about the {topic}?",
+    "When did {speaker} go to {place}?",
+    "Who did {speaker} meet at the {topic}?",
+    "What is the name of {speaker}'s {pet}?",
+)
+_PETS = ("goldfish", "tortoise", "hamster", "parrot")
 
 
 def _name(rng: random.Random, parts: int) -> str:
@@ -166,6 +179,21 @@ def synthetic_queries(n: int, *, seed: int = 0) -> list[str]:
     return [rng.choice(_QUESTION_TEMPLATES).format(
         person=rng.choice(voc["people"][:120]), place=rng.choice(voc["places"][:60]),
         topic=rng.choice(_TOPICS), when=rng.choice(_WHEN)) for _ in range(n)]
+
+
+def speaker_queries(n: int, *, seed: int = 0) -> list[str]:
+    """``n`` questions naming one of the recurring speakers of :func:`synthetic_turns`
+    (each speaker in turn), a quarter of them about a pet nobody mentions.
+
+    >>> qs = speaker_queries(4, seed=1)
+    >>> len(qs), qs[3].startswith("What is the name of "), qs == speaker_queries(4, seed=1)
+    (4, True, True)
+    """
+    voc = _vocab(seed)
+    rng = random.Random(seed + 11)
+    return [_SPEAKER_TEMPLATES[i % len(_SPEAKER_TEMPLATES)].format(
+        speaker=voc["speakers"][i % len(voc["speakers"])], topic=rng.choice(_TOPICS),
+        place=rng.choice(voc["places"][:60]), pet=rng.choice(_PETS)) for i in range(n)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,6 +322,22 @@ def _time_queries(mem: Any, probes: list[_Probe], k: int) -> dict[str, list[floa
         out["dense"].append(_time_dense(mem, p, k))
         out["activation"].append(_time_activation(mem, p))
     return out
+
+
+def _time_named(mem: Any, texts: Sequence[str], vectors: np.ndarray, k: int
+                ) -> tuple[list[float], list[float]]:
+    """Each question naming a speaker asked once (the first ask works out whom the turns
+    it reads are about), then again (what a conversation's memory pays per question)."""
+    first = [_time_retrieve(mem, _Asked(t, v), k) for t, v in zip(texts, vectors)]
+    again = [_time_retrieve(mem, _Asked(t, v), k) for t, v in zip(texts, vectors)]
+    return first, again
+
+
+class _Asked:
+    """A question and its vector, as :func:`_time_retrieve` reads them."""
+
+    def __init__(self, text: str, q: np.ndarray) -> None:
+        self.text, self.q = text, q
 
 
 def _p(values: list[float]) -> dict[str, float]:
@@ -433,6 +477,8 @@ def run_perf(
     embedder = HashingEmbedder(cfg.embedding_dim)
     texts = synthetic_queries(queries, seed=seed)
     qvecs = embedder.embed_documents(texts)
+    named = speaker_queries(min(queries, 100), seed=seed)
+    nvecs = embedder.embed_documents(named)
     runs = []
     for n in sizes:
         t0 = time.perf_counter()
@@ -442,6 +488,7 @@ def run_perf(
             build_s = time.perf_counter() - t0
             st = mem.stats()
             t = _time_queries(mem, _probes(mem, texts, qvecs), k)
+            first_named, named_again = _time_named(mem, named, nvecs, k)
             run = {
                 "nodes": n,
                 "edges": int(st["edges"]),
@@ -449,6 +496,8 @@ def run_perf(
                 "retrieve_ms": _p(t["retrieve"]),
                 "dense_only_ms": _p(t["dense"]),
                 "activation_ms": _p(t["activation"]),
+                "retrieve_named_ms": _p(named_again),
+                "retrieve_named_first_ms": {**_p(first_named), "max": round(max(first_named), 4)},
                 "ingest_turns_per_s": real["ingest_turns_per_s"],
                 "consolidate_ms_per_window": round(float(np.mean(windows)), 4) if windows else 0.0,
                 "embed_query_ms": real["embed_query_ms"],
@@ -467,7 +516,9 @@ def run_perf(
             say(f"{n} episodes, {st['concepts']} concepts, {st['edges']} edges: built in "
                 f"{build_s:.1f}s ({n / build_s:.0f} turns/s, synthetic vectors); retrieve p50 "
                 f"{run['retrieve_ms']['p50']:.2f} ms, dense-only {run['dense_only_ms']['p50']:.2f} "
-                f"ms, activation {run['activation_ms']['p50']:.2f} ms")
+                f"ms, activation {run['activation_ms']['p50']:.2f} ms; naming a speaker p50 "
+                f"{run['retrieve_named_ms']['p50']:.2f} ms (first ask max "
+                f"{run['retrieve_named_first_ms']['max']:.0f} ms)")
         finally:
             _dispose(mem)
             del mem
@@ -592,6 +643,12 @@ def format_perf_table(results: dict[str, Any]) -> str:
         lines.append(f"{r['nodes']:>8} {r['edges']:>8} {pair('retrieve_ms'):>17} "
                      f"{pair('dense_only_ms'):>15} {pair('activation_ms'):>15} {ratio:>9.2f} "
                      f"{r['consolidate_ms_per_window']:>13.2f} {r['peak_rss_mb']:>8.0f}")
+    for r in runs:
+        if "retrieve_named_ms" in r:  # perf.json files before 2026-11-27 lack them
+            nf = r["retrieve_named_first_ms"]
+            lines.append(f"{r['nodes']:>8} questions naming a speaker: retrieve "
+                         f"{r['retrieve_named_ms']['p50']:.2f}/{r['retrieve_named_ms']['p95']:.2f}"
+                         f" ms; first ask {nf['p50']:.2f}/{nf['p95']:.2f} ms, max {nf['max']:.0f}")
     if runs:
         lines.append(f"real model (all-MiniLM-L6-v2): ingest {runs[0]['ingest_turns_per_s']:.1f} "
                      f"turns/s (batched, fixed sample), query embedding "
