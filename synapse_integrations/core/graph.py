@@ -51,8 +51,18 @@ def temporal_weight(dt_seconds: float, *, rho: float, seconds_per_unit: float) -
 
 def _attribute_reader(nodes: Any, ids: list[str]) -> Callable[[str, Any], list[Any]]:
     """``Compiled.node_attr`` for a view of the graph's ``nodes``: an attribute of every
-    node of ``ids``, in order."""
-    return lambda name, default: [nodes[n].get(name, default) for n in ids]
+    node of ``ids``, in order. The nodes' attribute dicts are looked up once, at the first
+    attribute read, and kept (the graph's own dicts, so later reads see their current
+    values): a view reads about a dozen attributes, and a lookup through the node view costs
+    several times a read from the dict (the attribute reads of the first query on 10,000
+    turns: 0.30 -> 0.11 s under cProfile)."""
+    held: list[Mapping[str, Any]] = []
+
+    def read(name: str, default: Any) -> list[Any]:
+        if len(held) != len(ids):
+            held[:] = [nodes[n] for n in ids]
+        return [d.get(name, default) for d in held]
+    return read
 
 
 @dataclass
