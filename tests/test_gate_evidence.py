@@ -4,11 +4,14 @@ adapters, and the optional LLM judge (fake chat models)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from synapse_integrations import Synapse, SynapseConfig
 from synapse_integrations.core import gate as G
@@ -53,6 +56,28 @@ def test_kernels_against_hand_computed_values():
     assert G.turn_about("Melanie: How is the adoption research going?", "Melanie",
                         ["Caroline", "Melanie"]) == {"Caroline"}
     assert G.turn_about("Melanie: I ran a race.", "Melanie", ["Caroline", "Melanie"]) == {"Melanie"}
+
+
+_NAME = st.text("abcdeMNOPxyz", min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names=st.lists(_NAME, min_size=1, max_size=5, unique=True),
+       words=st.lists(st.text("abcdeMNOxyz?! ", max_size=9), max_size=8),
+       speaker_at=st.integers(0, 5))
+def test_whom_a_turn_addresses_is_any_name_a_word_of_it_starts(names, words, speaker_at):
+    # the rule in plain words: a name is addressed when a word of 3+ letters of the turn
+    # is the start of it (case aside); turn_about reads it from a table of prefixes
+    speaker = names[speaker_at] if speaker_at < len(names) else None
+    body = " ".join(words)
+    text = f"{speaker}: {body}" if speaker else body
+    said = {w for w in re.findall(r"[a-z]{3,}", body.lower())}
+    addressed = [n for n in names if n != speaker and any(n.lower().startswith(w) for w in said)]
+    about = G.turn_about(text, speaker, names)
+    if addressed:
+        assert about - {speaker} == set(addressed)
+    else:
+        assert not (about - {speaker}) or about - {speaker} == set(names) - {speaker}
 
 
 def test_attribution_rejects_a_question_about_the_wrong_person(mem):
