@@ -649,7 +649,7 @@ def format_perf_table(results: dict[str, Any]) -> str:
                      f"{pair('dense_only_ms'):>15} {pair('activation_ms'):>15} {ratio:>9.2f} "
                      f"{r['consolidate_ms_per_window']:>13.2f} {r['peak_rss_mb']:>8.0f}")
     for r in runs:
-        if "first_retrieve_ms" in r:  # perf.json files before 2026-11-28 lack it
+        if "first_retrieve_ms" in r:  # older perf.json files lack it
             lines.append(f"{r['nodes']:>8} first query after the build: "
                          f"{r['first_retrieve_ms']:.1f} ms")
         if "retrieve_named_ms" in r:  # perf.json files before 2026-11-27 lack them
