@@ -370,7 +370,7 @@ class _AboutName:
             key = tuple(self.speakers)
             for i in todo.tolist():
                 if (i, key) not in whom:
-                    whom[(i, key)] = turn_about(texts[i], self.spk[i], self.speakers)
+                    whom[(i, key)] = turn_about(texts[i], self.spk[i], key)
                 self.known[i] = self.name in whom[(i, key)]
         return (self.known[positions] == 1) & self.eligible[positions]
 
