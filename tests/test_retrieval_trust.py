@@ -7,8 +7,12 @@ from importlib import resources
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from synapse_integrations import Synapse
+from synapse_integrations.core.graph import Compiled
+from synapse_integrations.core.retrieval import led_by
 from synapse_integrations.core.scoring import singled_out
 from synapse_integrations.core.triggers import BM25Index
 
@@ -72,3 +76,41 @@ def test_exclusive_share_counts_only_eligible_documents() -> None:
     turns = idx.exclusive_share("QM5521", index, 2, np.array([True, False]))
     assert both[0] == 0.0  # two documents hold the code: not exclusive
     assert turns[0] == pytest.approx(1.0) and turns[1] == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 12), st.data())
+def test_the_concepts_that_led_to_each_item_are_read_per_item_as_defined(n, data) -> None:
+    """``led_by`` reads every item's out-edges at once; per item it must equal the plain
+    definition: the item's out-neighbours that are concepts with activation > 0, strongest
+    first, ties by position, at most 5 (none for a concept)."""
+    is_ep = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                               max_size=4 * n))
+    act = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.9]), min_size=n,
+                                      max_size=n)))
+    names = [f"c{i}" for i in range(n)]
+    view = Compiled.from_arrays(names, np.eye(n, dtype=np.float32),
+                                src=[a for a, _ in pairs], dst=[b for _, b in pairs],
+                                weight=[1.0] * len(pairs), is_episode=is_ep,
+                                attrs={"name": names})
+    rows = np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=n)), dtype=np.int64)
+
+    def plain(i: int) -> tuple[str, ...]:
+        if not is_ep[i]:
+            return ()
+        heads = sorted(b for a, b in pairs if a == i and not is_ep[b] and act[b] > 0)
+        return tuple(names[b] for b in sorted(heads, key=lambda b: -act[b])[:5])
+
+    assert led_by(view, rows, act) == [plain(int(i)) for i in rows]
+    assert led_by(view, rows, None) == [()] * len(rows)
+
+
+def test_at_most_five_concepts_led_to_an_item() -> None:
+    # episode 0 links to concepts 1..7; 3 is not active; 2, 4 and 6 tie (ties by position)
+    names = [f"c{i}" for i in range(8)]
+    act = np.array([1.0, 0.2, 0.5, 0.0, 0.5, 0.9, 0.5, 0.1])
+    view = Compiled.from_arrays(names, np.eye(8, dtype=np.float32), src=[0] * 7,
+                                dst=[7, 6, 5, 4, 3, 2, 1], weight=[1.0] * 7,
+                                is_episode=[True] + [False] * 7, attrs={"name": names})
+    assert led_by(view, np.array([0, 0]), act) == [("c5", "c2", "c4", "c6", "c1")] * 2

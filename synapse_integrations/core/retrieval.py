@@ -37,7 +37,7 @@ from .state import MemoryState
 from .triggers import tokenize
 from .validation import from_epoch
 
-__all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "Spikes", "RetrievalSteps", "Retriever", "build_item",
+__all__ = ["DEFAULT_KINDS", "Anchors", "Pass", "Scope", "Retrieval", "Spikes", "RetrievalSteps", "Retriever", "build_item", "led_by",
            "cosines", "feedback_entities", "merge_feedback", "run_pass", "scope_of", "triggers"]
 
 #: What retrieve() returns by default: memories, not the concepts that found them.
@@ -464,25 +464,52 @@ def activation_vector(view: Compiled, run: Pass) -> np.ndarray:
     return full
 
 
-def _led_by(view: Compiled, idx: int, activation: np.ndarray | None) -> tuple[str, ...]:
-    """Names of the concepts an episode links to that this query activated, strongest
-    first (at most 5): the concepts that led to it."""
-    if activation is None or not view.is_episode[idx]:
-        return ()
-    nbrs = view.out_neighbors(idx)
-    nbrs = nbrs[~view.is_episode[nbrs] & (activation[nbrs] > 0)]
-    if nbrs.size == 0:
-        return ()
+def led_by(view: Compiled, rows: np.ndarray, activation: np.ndarray | None,
+           most: int = 5) -> list[tuple[str, ...]]:
+    """For each of ``rows`` (positions in ``view``), the names of the concepts it links to
+    that this query activated, strongest first, ties by position (at most ``most``): the
+    concepts that led to it. Nothing for a row that is no episode, or without
+    ``activation`` (every node's). Read for all rows at once (their out-edges are slices
+    of the view's edge arrays): read item by item, the small array operations cost about
+    0.2 ms more per retrieval of ``top_k`` (30) items (3.24 -> 3.03 ms p50 at 1,000 turns).
+
+    >>> v = Compiled.from_arrays(["e1", "e2", "c1", "c2"], np.eye(4, dtype=np.float32),
+    ...                          src=[0, 0, 1, 2], dst=[2, 3, 3, 0], weight=[1.0] * 4,
+    ...                          is_episode=[True, True, False, False],
+    ...                          attrs={"name": ["", "", "a", "b"]})
+    >>> led_by(v, np.array([0, 1, 2]), np.array([0.9, 0.1, 0.2, 0.5]))
+    [('b', 'a'), ('b',), ()]
+    """
+    out: list[tuple[str, ...]] = [()] * len(rows)
+    if activation is None or len(rows) == 0:
+        return out
+    rows = np.asarray(rows, dtype=np.int64)
+    lo = np.searchsorted(view.src, rows)
+    counts = np.where(view.is_episode[rows], np.searchsorted(view.src, rows + 1) - lo, 0)
+    total = int(counts.sum())
+    if total == 0:
+        return out
+    owner = np.repeat(np.arange(rows.size), counts)
+    nbrs = view.dst[np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(total)]
+    keep = ~view.is_episode[nbrs] & (activation[nbrs] > 0)
+    owner, nbrs = owner[keep], nbrs[keep]
+    order = np.lexsort((nbrs, -activation[nbrs], owner))
+    owner, nbrs = owner[order], nbrs[order]
+    top = np.arange(owner.size) - np.searchsorted(owner, owner) < most
     names = view.node_values("name")
-    best = nbrs[np.lexsort((nbrs, -activation[nbrs]))[:5]]
-    return tuple(names[i] for i in best)
+    found: dict[int, list[str]] = {}
+    for o, i in zip(owner[top].tolist(), nbrs[top].tolist()):
+        found.setdefault(o, []).append(names[i])
+    for o, got in found.items():
+        out[o] = tuple(got)
+    return out
 
 
 def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
                comp: ScoreComponents, parents: np.ndarray | None,
-               activation: np.ndarray | None = None) -> RetrievedItem:
+               concepts: tuple[str, ...] = ()) -> RetrievedItem:
     """The returned memory for compiled position ``idx``, with its activation path and
-    the concepts that led to it."""
+    the ``concepts`` that led to it (:func:`led_by`)."""
     node_id = view.ids[idx]
     d = state.graph.node(node_id)
     path: list[str] = []
@@ -499,7 +526,7 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
         metadata=dict(d.get("metadata") or {}) if d["kind"] == "episode"
         else {"type": d.get("ctype"), "mentions": d.get("mentions"), "aliases": list(d.get("aliases", []))},
         path=tuple(path),
-        concepts=_led_by(view, idx, activation),
+        concepts=concepts,
         superseded_by=d.get("superseded_by"),
         superseded_at=from_epoch(d.get("superseded_at")),
         supersedes=d.get("supersedes"),
@@ -507,9 +534,10 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
 
 
 def _item(state: MemoryState, view: Compiled, run: Pass, j: int, passes: Sequence[Pass],
-          weights: dict[str, float] | None, activation: np.ndarray | None) -> RetrievedItem:
+          weights: dict[str, float] | None, concepts: tuple[str, ...]) -> RetrievedItem:
     """Candidate ``j`` of ``run`` as a returned memory: its anchor ranks and activation path
-    are those of the pass that scored it (``passes``: the first, then the feedback pass)."""
+    are those of the pass that scored it (``passes``: the first, then the feedback pass);
+    ``concepts``: those that led to it."""
     node_id = view.ids[run.cand[j]]
     own = passes[0 if run.source is None else int(run.source[j])]
     comp = ScoreComponents(float(run.sim[j]), float(run.activation[j]), float(run.pr[j]),
@@ -520,7 +548,7 @@ def _item(state: MemoryState, view: Compiled, run: Pass, j: int, passes: Sequenc
                            float(run.salience[j]), 0.0 if run.hop is None else float(run.hop[j]),
                            float(run.reply[j]), float(run.focus[j]))
     return build_item(state, view, int(run.cand[j]), float(run.score[j]), comp, own.parents,
-                      activation)
+                      concepts)
 
 
 class Retriever:
@@ -613,8 +641,9 @@ class Retriever:
                                          [view.index[ep] for ep in found.values()])
         activation = activation_vector(view, run) if cfg.use_activation else None
         weights = None if run.own_score else _shown_weights(cfg)
-        items = tuple(_item(self.state, view, run, j, passes, weights, activation)
-                      for j in run.order)
+        led = led_by(view, run.cand[run.order], activation)
+        items = tuple(_item(self.state, view, run, j, passes, weights, concepts)
+                      for j, concepts in zip(run.order.tolist(), led))
         return Retrieval(RetrievalResult(query, items, bool(rejected), confidence, cfg.gate_tau,
                                          verdict), tuple(a for a in activated if a is not None),
                          run.spikes)
