@@ -445,6 +445,138 @@ pool.close()
 ]
 
 
+# -- MCP ------------------------------------------------------------------------------------------
+MCP = [
+    new_markdown_cell(
+        "# MCP: one memory for any MCP client\n\n"
+        "`synapse serve mcp` serves a memory folder as an MCP server: over stdio for the one agent "
+        "that spawns it (Claude Desktop, an IDE, a LangGraph agent), or over streamable HTTP for "
+        "several (docs/deployment.md). This notebook runs offline, top to bottom: the server is a real "
+        "subprocess with the real MiniLM embedder and embedded Chroma in a temporary folder, the "
+        "client is the MCP SDK's own, and the agent's chat model is a fake one. It shows:\n\n"
+        "1. the tools, and storing turns into a namespace (one memory per user);\n"
+        "2. retrieval with the gate's decision and its reason, filters, and *nothing in memory*;\n"
+        "3. correcting a memory and asking why a memory was returned;\n"
+        "4. a LangChain agent that uses the tools through `langchain-mcp-adapters`.\n\n"
+        "It needs the `[server]` extra (the `mcp` SDK) and, for the agent, `langchain` and "
+        "`langchain-mcp-adapters`; `[all]` and `[test]` cover them."),
+    new_code_cell(DEMO),
+    new_markdown_cell("## A client session\n\nEach `async with memory_server()` spawns the server, as an "
+                      "MCP host does, and stops it at the end; the memory folder stays. The server holds "
+                      "the folder's lock while it runs, so open one session at a time."),
+    new_code_cell('''\
+import sys
+from contextlib import asynccontextmanager
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+folder = os.path.join(workdir, "memory")
+server = {"command": sys.executable,
+          "args": ["-m", "synapse_integrations.cli", "serve", "mcp", "--path", folder],
+          "env": {**os.environ, "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false"}}
+
+server_log = open(os.path.join(workdir, "server.log"), "a")   # the server's stderr (its log)
+
+@asynccontextmanager
+async def memory_server():
+    async with stdio_client(StdioServerParameters(**server), errlog=server_log) as (read, write), \\
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+async def call(session, tool, **args):
+    """A tool's result as a dict (its structured content), or the error it names."""
+    result = await session.call_tool(tool, args)
+    if result.isError:
+        return {"error": result.content[0].text}
+    return result.structuredContent'''),
+    new_markdown_cell("## Tools, and storing turns\n\nEvery tool takes the `namespace` it works on. "
+                      "`store_turns` takes turns as `{text, speaker, timestamp, metadata}`; consolidation "
+                      "(concepts, the graph) runs as they arrive."),
+    new_code_cell('''\
+async with memory_server() as session:
+    for tool in (await session.list_tools()).tools:
+        print(f"{tool.name:14} {tool.description.splitlines()[0][:90]}")
+    turns = [{**t, "metadata": {"session": "demo"}} for t in demo_turns(20)]
+    stored = await call(session, "store_turns", namespace="sam", turns=turns)
+    print("\\nstored", len(stored["ids"]), "turns;", await call(session, "stats", namespace="sam"))'''),
+    new_markdown_cell("## Retrieval, the gate and filters\n\n`retrieve` returns memories (turns, with the "
+                      "concepts that led to each) and the gate's decision with its reason. A question about "
+                      "nothing in memory is rejected, and says why. Filters (speakers, a time range, "
+                      "metadata with Chroma-style `where`) apply before ranking; a malformed one is an "
+                      "error that names the problem."),
+    new_code_cell('''\
+def show(got, top=3):
+    print(got["gate"]["reason"])
+    if got["rejected"]:   # the items stay listed for inspection; adapters tell the model "nothing in memory"
+        return
+    for it in got["items"][:top]:
+        print(f"  {it['score']:.3f} {it['speaker']}: {it['text'][:60]!r}  led by {it['concepts'][:3]}")
+
+async with memory_server() as session:
+    show(await call(session, "retrieve", namespace="sam", query="Where did Sam go skiing, and with whom?", k=3))
+    show(await call(session, "retrieve", namespace="sam", query="What is the boiling point of liquid nitrogen?"))
+    print("\\nonly Riley's turns:")
+    show(await call(session, "retrieve", namespace="sam", query="skiing", speakers=["Riley"], k=3))
+    print("\\nonly turns since March 2024 (the trip was in January):")
+    show(await call(session, "retrieve", namespace="sam", query="Where did Sam go skiing?", since="2024-03-01"))
+    print("\\n" + (await call(session, "retrieve", namespace="sam", query="skiing",
+                               where={"session": {"$gt": []}}))["error"])'''),
+    new_markdown_cell("## Correcting a memory, and asking why\n\n`update` stores a corrected version: the old "
+                      "one is kept as history and ranked right below it. `inspect` with a `query` explains one "
+                      "memory's rank: its score terms and the activation path that reached it."),
+    new_code_cell('''\
+question = "Where did Sam go skiing?"
+async with memory_server() as session:
+    ski = (await call(session, "retrieve", namespace="sam", query=question, k=1))["items"][0]
+    new = await call(session, "update", namespace="sam", id=ski["id"],
+                     text=ski["text"].replace("Whistler", "Banff"))
+    for it in (await call(session, "retrieve", namespace="sam", query=question, k=2))["items"]:
+        print(f"{it['score']:.3f} {it['text'][:60]!r}  superseded_by={it['superseded_by']}")
+    why = (await call(session, "inspect", namespace="sam", id=new["id"], query=question))["query"]
+    print("\\nthe corrected memory ranks", why["rank"], "- its score terms:")
+    print({k: round(v, 3) for k, v in why["item"]["components"].items() if isinstance(v, float) and v})'''),
+    new_markdown_cell("## A LangChain agent with the MCP tools\n\n`langchain-mcp-adapters` turns the server's tools "
+                      "into LangChain tools (`load_mcp_tools` on a session; `MultiServerMCPClient` for several "
+                      "servers); `create_agent` uses them like any other. The model must support tool "
+                      "calling; offline, a fake one calls `retrieve` and then answers."),
+    new_code_cell('''\
+import json
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_mcp_adapters.tools import load_mcp_tools
+
+class FakeToolModel(FakeMessagesListChatModel):
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+model = FakeToolModel(responses=[
+    AIMessage("", tool_calls=[{"name": "retrieve", "id": "c1", "args": {
+        "namespace": "sam", "query": "Where did Sam go skiing?", "k": 3}}]),
+    AIMessage("You went skiing in Banff, with your cousin Dana."),
+])
+async with memory_server() as session:      # one server for the whole run
+    tools = await load_mcp_tools(session)
+    agent = create_agent(model, tools=tools, system_prompt="You remember the user's conversations.")
+    out = await agent.ainvoke({"messages": [{"role": "user", "content": "Where did I go skiing?"}]})
+for m in out["messages"]:
+    if isinstance(m, ToolMessage):
+        content = m.content[0]["text"] if isinstance(m.content, list) else m.content
+        got = json.loads(content)
+        print(f" tool: {got['gate']['decision']}, first memory {got['items'][0]['text'][:70]!r}")
+    else:
+        print(f"{m.type:>5}: {(m.content or m.tool_calls)!s:.200}")'''),
+    new_markdown_cell("## In an MCP host\n\nA host that spawns servers (Claude Desktop, an IDE) takes the same "
+                      "command in its configuration, e.g.\n\n"
+                      '```json\n{"mcpServers": {"synapse-memory": {"command": "synapse",\n'
+                      '  "args": ["serve", "mcp", "--path", "/home/me/.synapse-memory"]}}}\n```\n\n'
+                      "For several agents at once, serve it over HTTP (`synapse serve http --mcp`, with an API "
+                      "key) and point them at `/mcp`: docs/deployment.md."),
+    new_code_cell("server_log.close()\n" + CLEANUP),
+]
+
+
 def write(name: str, cells: list, *, execute: bool = True) -> Path:
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
@@ -464,7 +596,7 @@ def write(name: str, cells: list, *, execute: bool = True) -> Path:
 
 if __name__ == "__main__":
     for name, cells in (("langchain_memory", LANGCHAIN), ("langgraph_memory", LANGGRAPH),
-                        ("llama_index_memory", LLAMAINDEX)):
+                        ("llama_index_memory", LLAMAINDEX), ("mcp_memory", MCP)):
         names = [a for a in sys.argv[1:] if not a.startswith("--")]
         if names and name not in names:
             continue
