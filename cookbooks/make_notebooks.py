@@ -541,7 +541,6 @@ async with memory_server() as session:
                       "servers); `create_agent` uses them like any other. The model must support tool "
                       "calling; offline, a fake one calls `retrieve` and then answers."),
     new_code_cell('''\
-import json
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, ToolMessage
