@@ -554,16 +554,24 @@ model = FakeToolModel(responses=[
     AIMessage("", tool_calls=[{"name": "retrieve", "id": "c1", "args": {
         "namespace": "sam", "query": "Where did Sam go skiing?", "k": 3}}]),
     AIMessage("You went skiing in Banff, with your cousin Dana."),
-])
+])'''),
+    *real_model_cell('''\
+if os.environ.get("SYNAPSE_COOKBOOK_REAL_MODEL"):
+    from langchain_openai import ChatOpenAI      # pip install langchain-openai; needs OPENAI_API_KEY
+    model = ChatOpenAI(model="gpt-4o-mini", temperature=0)'''),
+    new_code_cell('''\
 async with memory_server() as session:      # one server for the whole run
     tools = await load_mcp_tools(session)
-    agent = create_agent(model, tools=tools, system_prompt="You remember the user's conversations.")
+    agent = create_agent(model, tools=tools, system_prompt=(
+        "You remember the user's conversations: search them with the memory tools, namespace 'sam'."))
     out = await agent.ainvoke({"messages": [{"role": "user", "content": "Where did I go skiing?"}]})
 for m in out["messages"]:
     if isinstance(m, ToolMessage):
         content = m.content[0]["text"] if isinstance(m.content, list) else m.content
         got = json.loads(content)
-        print(f" tool: {got['gate']['decision']}, first memory {got['items'][0]['text'][:70]!r}")
+        first = got["items"][0]["text"][:70] if got.get("items") else None
+        print(f" tool {m.name}: {got['gate']['decision'] if 'gate' in got else content[:100]}, "
+              f"first memory {first!r}")
     else:
         print(f"{m.type:>5}: {(m.content or m.tool_calls)!s:.200}")'''),
     new_markdown_cell("## In an MCP host\n\nA host that spawns servers (Claude Desktop, an IDE) takes the same "
