@@ -502,13 +502,14 @@ async with memory_server() as session:
     print("\\nstored", len(stored["ids"]), "turns;", await call(session, "stats", namespace="sam"))'''),
     new_markdown_cell("## Retrieval, the gate and filters\n\n`retrieve` returns memories (turns, with the "
                       "concepts that led to each) and the gate's decision with its reason. A question about "
-                      "nothing in memory is rejected, and says why. Filters (speakers, a time range, "
+                      "nothing in memory is rejected, says why, and hands the model no memories. Filters (speakers, a time range, "
                       "metadata with Chroma-style `where`) apply before ranking; a malformed one is an "
                       "error that names the problem."),
     new_code_cell('''\
 def show(got, top=3):
     print(got["gate"]["reason"])
-    if got["rejected"]:   # the items stay listed for inspection; adapters tell the model "nothing in memory"
+    if got["rejected"]:   # no items then: a model is told nothing (include_rejected=True lists them)
+        print(f"  ({got['withheld']} ranked memories withheld)")
         return
     for it in got["items"][:top]:
         print(f"  {it['score']:.3f} {it['speaker']}: {it['text'][:60]!r}  led by {it['concepts'][:3]}")

@@ -84,6 +84,12 @@ async def exercise(session: ClientSession) -> None:
     assert [it["id"] for it in filtered["items"]] == ["f1"]
     nothing = await call(session, "retrieve", namespace="u1", query="zzz qqq")
     assert nothing["gate"]["decision"] == "rejected" and nothing["rejected"]
+    # a model reads the tool's result: a rejected query hands it no memories, as every
+    # adapter does; the ranked ones are withheld, and listed only when asked for
+    shown = await call(session, "retrieve", namespace="u1", query="zzz qqq", include_rejected=True)
+    assert nothing["items"] == [] and nothing["withheld"] == len(shown["items"]) >= 1
+    assert shown["rejected"] and "withheld" not in shown
+    assert "withheld" not in got and got["items"]
     assert (await call(session, "consolidate", namespace="u1"))["episodes"] >= 0
     learned = await call(session, "feedback", namespace="u1", query="Where did Sam ski?",
                          used_ids=["f2"], unused_ids=["f3"])

@@ -7,7 +7,8 @@ Tools (every one takes a required ``namespace``, validated like the engine's):
 =================  ==================================================================
 ``store_turns``    store turns (text, speaker, timestamp, metadata, id); returns ids
 ``retrieve``       rank memories; filters ``speakers``, ``since``, ``until``, ``where``;
-                   the gate's ``decision`` and ``reason``
+                   the gate's ``decision`` and ``reason`` (no items when it rejects,
+                   unless ``include_rejected``)
 ``consolidate``    consolidate pending turns now
 ``forget``         remove for good: ids, speaker, time range, metadata, or everything
 ``update``         change a stored turn (text, metadata, speaker, time); returns its new id
@@ -56,8 +57,8 @@ __all__ = ["architecture_text", "create_mcp_server", "run_mcp"]
 INSTRUCTIONS = (
     "Long-term memory (SYNAPSE). Every tool takes a `namespace`: one memory per user or "
     "thread, e.g. 'user_id=42'. Store what is worth remembering with store_turns; before "
-    "answering from memory call retrieve and trust it only when gate.decision is "
-    "'accepted' (otherwise memory holds nothing relevant)."
+    "answering from memory call retrieve. When gate.decision is 'rejected', memory holds "
+    "nothing relevant: items is empty and gate.reason says why."
 )
 
 
@@ -120,14 +121,17 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
     @_tool
     def retrieve(namespace: str, query: str, k: int = 10, speakers: Optional[list[str]] = None,
                  since: Union[str, float, None] = None, until: Union[str, float, None] = None,
-                 where: Optional[dict[str, Any]] = None, include_concepts: bool = False) -> dict[str, Any]:
+                 where: Optional[dict[str, Any]] = None, include_concepts: bool = False,
+                 include_rejected: bool = False) -> dict[str, Any]:
         """Recall memories relevant to `query`, best first, each with its score components,
         activation path and the concepts that led to it. Filters: `speakers`, event time
         in [since, until), `where` on metadata (Chroma style: {"topic": "ski"},
         {"n": {"$gte": 3}}). `gate.decision` is 'rejected' when memory holds nothing
-        relevant; `gate.reason` says why."""
-        return svc.retrieve(namespace, query, k, speakers=speakers, since=since, until=until,
-                            where=where, kinds=("episode", "concept") if include_concepts else ("episode",))
+        relevant; `gate.reason` says why, and `items` is then empty (`withheld` counts the
+        memories ranked anyway; include_rejected=true lists them, for inspection only)."""
+        out = svc.retrieve(namespace, query, k, speakers=speakers, since=since, until=until,
+                           where=where, kinds=("episode", "concept") if include_concepts else ("episode",))
+        return out if include_rejected else wire.withhold_rejected(out)
 
     @server.tool()
     @_tool

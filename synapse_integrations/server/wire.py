@@ -55,6 +55,7 @@ __all__ = [
     "consolidation_from_wire",
     "result_to_wire",
     "result_from_wire",
+    "withhold_rejected",
 ]
 
 #: HTTP status of every error the engine raises on purpose (most specific class first).
@@ -237,6 +238,19 @@ def result_to_wire(result: RetrievalResult, *, signal: str = "similarity",
                  "check": result.verdict.check if result.verdict is not None else None,
                  "evidence_id": result.verdict.evidence_id if result.verdict is not None else None},
     }
+
+
+def withhold_rejected(data: dict[str, Any]) -> dict[str, Any]:
+    """A wire retrieval as a model may read it: when the gate rejected the query, no
+    items (``withheld``: how many were ranked), as every adapter hands a model nothing
+    then; an accepted one as it is.
+
+    >>> withhold_rejected({"rejected": True, "items": [{"id": "a"}], "gate": {}})
+    {'rejected': True, 'items': [], 'gate': {}, 'withheld': 1}
+    """
+    if not data["rejected"]:
+        return data
+    return {**data, "items": [], "withheld": len(data["items"])}
 
 
 def result_from_wire(data: dict[str, Any]) -> RetrievalResult:
