@@ -458,8 +458,9 @@ MCP = [
         "2. retrieval with the gate's decision and its reason, filters, and *nothing in memory*;\n"
         "3. correcting a memory and asking why a memory was returned;\n"
         "4. a LangChain agent that uses the tools through `langchain-mcp-adapters`.\n\n"
-        "It needs the `[server]` extra (the `mcp` SDK) and, for the agent, `langchain` and "
-        "`langchain-mcp-adapters`; `[all]` and `[test]` cover them."),
+        "It needs the `[server]` extra (the `mcp` SDK) and, for the agent, the `[langchain]` extra "
+        "and `langchain-mcp-adapters` (`pip install langchain-mcp-adapters`; `[all]` has the "
+        "extras, `[test]` the adapters too)."),
     new_code_cell(DEMO),
     new_markdown_cell("## A client session\n\nEach `async with memory_server()` spawns the server, as an "
                       "MCP host does, and stops it at the end; the memory folder stays. The server holds "
