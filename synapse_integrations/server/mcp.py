@@ -129,9 +129,9 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
         {"n": {"$gte": 3}}). `gate.decision` is 'rejected' when memory holds nothing
         relevant; `gate.reason` says why, and `items` is then empty (`withheld` counts the
         memories ranked anyway; include_rejected=true lists them, for inspection only)."""
-        out = svc.retrieve(namespace, query, k, speakers=speakers, since=since, until=until,
-                           where=where, kinds=("episode", "concept") if include_concepts else ("episode",))
-        return out if include_rejected else wire.withhold_rejected(out)
+        return svc.retrieve(namespace, query, k, speakers=speakers, since=since, until=until,
+                            where=where, kinds=("episode", "concept") if include_concepts else ("episode",),
+                            for_model=not include_rejected)
 
     @server.tool()
     @_tool

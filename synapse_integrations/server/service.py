@@ -323,11 +323,14 @@ class MemoryService:
                                  speakers=speakers, since=since, until=until, where=where)
         return result, cfg
 
-    def retrieve(self, namespace: Any, query: Any, k: Any = None, **kwargs: Any) -> dict[str, Any]:
+    def retrieve(self, namespace: Any, query: Any, k: Any = None, *, for_model: bool = False,
+                 **kwargs: Any) -> dict[str, Any]:
         """Rank memories for ``query`` with the filters (``speakers``, ``since``, ``until``,
-        ``where``) and the gate's decision and reason (see :func:`.wire.result_to_wire`)."""
+        ``where``) and the gate's decision and reason (see :func:`.wire.result_to_wire`;
+        ``for_model``: no items when the gate rejects)."""
         result, cfg = self.retrieve_result(namespace, query, k, **kwargs)
-        return wire.result_to_wire(result, signal=cfg.gate_signal, gate_enabled=cfg.use_gate)
+        return wire.result_to_wire(result, signal=cfg.gate_signal, gate_enabled=cfg.use_gate,
+                                   for_model=for_model)
 
     def episodes(self, namespace: Any, *, offset: Any = 0, limit: Any = 100,
                  include_archived: Any = True) -> dict[str, Any]:

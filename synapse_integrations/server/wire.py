@@ -55,7 +55,6 @@ __all__ = [
     "consolidation_from_wire",
     "result_to_wire",
     "result_from_wire",
-    "withhold_rejected",
 ]
 
 #: HTTP status of every error the engine raises on purpose (most specific class first).
@@ -224,12 +223,17 @@ def gate_reason(result: RetrievalResult, *, signal: str = "similarity",
 
 
 def result_to_wire(result: RetrievalResult, *, signal: str = "similarity",
-                   gate_enabled: bool = True) -> dict[str, Any]:
+                   gate_enabled: bool = True, for_model: bool = False) -> dict[str, Any]:
     """A retrieval: ``query``, ranked ``items``, the gate's ``rejected`` / ``confidence`` /
-    ``gate_tau`` and ``gate`` = ``{"decision": "accepted" | "rejected", "reason"}``."""
+    ``gate_tau`` and ``gate`` = ``{"decision": "accepted" | "rejected", "reason"}``.
+    ``for_model``: as a model may read it, the items :attr:`RetrievalResult.accepted`
+    (none when the gate rejected the query, as every adapter hands a model nothing then),
+    and ``withheld``, how many ranked items that left out."""
+    shown = result.accepted if for_model else result.items
+    extra = {"withheld": len(result.items) - len(shown)} if for_model and result.rejected else {}
     return {
         "query": result.query,
-        "items": [item_to_wire(it) for it in result.items],
+        "items": [item_to_wire(it) for it in shown],
         "rejected": bool(result.rejected),
         "confidence": float(result.confidence),
         "gate_tau": float(result.gate_tau),
@@ -237,20 +241,8 @@ def result_to_wire(result: RetrievalResult, *, signal: str = "similarity",
                  "reason": gate_reason(result, signal=signal, enabled=gate_enabled),
                  "check": result.verdict.check if result.verdict is not None else None,
                  "evidence_id": result.verdict.evidence_id if result.verdict is not None else None},
+        **extra,
     }
-
-
-def withhold_rejected(data: dict[str, Any]) -> dict[str, Any]:
-    """A wire retrieval as a model may read it: when the gate rejected the query, no
-    items (``withheld``: how many were ranked), as every adapter hands a model nothing
-    then; an accepted one as it is.
-
-    >>> withhold_rejected({"rejected": True, "items": [{"id": "a"}], "gate": {}})
-    {'rejected': True, 'items': [], 'gate': {}, 'withheld': 1}
-    """
-    if not data["rejected"]:
-        return data
-    return {**data, "items": [], "withheld": len(data["items"])}
 
 
 def result_from_wire(data: dict[str, Any]) -> RetrievalResult:
