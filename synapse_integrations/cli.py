@@ -49,12 +49,21 @@ def _progress(iterable: Any, *, total: int, desc: str, enabled: bool) -> Any:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import Synapse
+    from .embeddings import MiniLMEmbedder
 
     demo = _load_demo()
     out = sys.stdout
     print(f"SYNAPSE demo: {demo['title']}", file=out)
     print("loading the all-MiniLM-L6-v2 model (offline) ...", file=out)
-    mem = Synapse(args.path, namespace=args.namespace)
+    embedder = MiniLMEmbedder()
+    if args.no_progress:  # no bar at all, the model's own loading bar included
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    t0 = time.perf_counter()
+    embedder.model  # loaded here, so that the ingestion's progress and time are its own
+    print(f"model loaded in {time.perf_counter() - t0:.1f}s", file=out)
+    mem = Synapse(args.path, namespace=args.namespace, embedder=embedder)
     try:
         if mem.stats()["episodes"]:
             print(f"memory at {args.path} already holds {mem.stats()['episodes']} turns; "
