@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -47,6 +48,17 @@ def _progress(iterable: Any, *, total: int, desc: str, enabled: bool) -> Any:
     return tqdm(iterable, total=total, desc=desc, unit="turn", file=sys.stderr)
 
 
+def _no_model_bars() -> None:
+    """``--no-progress`` hides the model's loading bar as well: Hugging Face's libraries read
+    ``HF_HUB_DISABLE_PROGRESS_BARS`` when first imported, and transformers, once imported,
+    takes the switch directly."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import Synapse
     from .embeddings import MiniLMEmbedder
@@ -56,10 +68,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"SYNAPSE demo: {demo['title']}", file=out)
     print("loading the all-MiniLM-L6-v2 model (offline) ...", file=out)
     embedder = MiniLMEmbedder()
-    if args.no_progress:  # no bar at all, the model's own loading bar included
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
     t0 = time.perf_counter()
     embedder.model  # loaded here, so that the ingestion's progress and time are its own
     print(f"model loaded in {time.perf_counter() - t0:.1f}s", file=out)
@@ -554,6 +562,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "no_progress", False):
+        _no_model_bars()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     return int(args.func(args) or 0)
