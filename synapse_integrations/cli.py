@@ -397,14 +397,32 @@ def format_probes_table(results: dict[str, Any]) -> str:
 
 
 def cmd_bench_probes(args: argparse.Namespace) -> int:
+    from .bench.baselines import is_baseline
+    from .bench.haystack_never_said import HAYSTACK_METHODS, format_haystack_table, \
+        run_haystack_never_said
     from .bench.probes import PROBE_METHODS, run_probes
+    from .errors import InvalidInputError
 
+    if not args.locomo and not args.longmemeval:
+        raise InvalidInputError("bench probes needs --locomo FILE, --longmemeval FILE or both")
     t0 = time.perf_counter()
-    results = run_probes(args.locomo, probes=args.probes, methods=args.methods or PROBE_METHODS,
-                         kinds=args.kinds, embedder=_embedder(args),
-                         progress=_tqdm_factory(not args.no_progress))
+    embedder = _embedder(args)
+    results: dict[str, Any] = {}
+    if args.locomo:
+        results = run_probes(args.locomo, probes=args.probes,
+                             methods=args.methods or PROBE_METHODS, kinds=args.kinds,
+                             embedder=embedder, progress=_tqdm_factory(not args.no_progress))
+    if args.longmemeval:
+        # the gate's probe set: engine methods only (the baselines have no gate)
+        engine = [m for m in args.methods or () if not is_baseline(m)] or HAYSTACK_METHODS
+        results["haystack_never_said"] = run_haystack_never_said(
+            args.longmemeval, data=args.haystack_probes, methods=engine, embedder=embedder,
+            progress=_tqdm_factory(not args.no_progress))
     _write_json(args.out, results)
-    print(format_probes_table(results))
+    if args.locomo:
+        print(format_probes_table(results))
+    if args.longmemeval:
+        print(format_haystack_table(results["haystack_never_said"]))
     print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
     return 0
 
@@ -509,8 +527,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     prb = bsub.add_parser("probes", help="our probe sets inside real LoCoMo conversations: exact "
                                          "identifiers, two-hop bridges, never-said questions, "
-                                         "knowledge updates")
-    prb.add_argument("--locomo", required=True, help="LoCoMo JSON holding the dev conversations")
+                                         "knowledge updates; and never-said questions in "
+                                         "LongMemEval haystacks")
+    prb.add_argument("--locomo", default=None,
+                     help="LoCoMo JSON holding the dev conversations (the LoCoMo probe sets)")
+    prb.add_argument("--longmemeval", default=None,
+                     help="LongMemEval JSON, plain or gzip: never-said questions asked of its "
+                          "haystacks (the gate's probe set; engine methods only)")
+    prb.add_argument("--haystack-probes", default=None,
+                     help="never-said questions JSON for --longmemeval (default: the packaged "
+                          "data/haystack_never_said_v1.json)")
     prb.add_argument("--probes", default=None,
                      help="probe JSON (default: the packaged data/probes_v1.json)")
     prb.add_argument("--kinds", type=_csv(str), default=None,
