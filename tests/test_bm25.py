@@ -191,6 +191,22 @@ def test_irregular_verb_forms_meet_their_lemma_and_other_readings_stay() -> None
     assert plain.query("write", 5)[0] == []
 
 
+def test_british_and_american_spellings_are_one_term() -> None:
+    """A user who writes "favourite colour" finds the turn that said "favorite color", and
+    the other way round; words that are no spelling variant are left alone."""
+    idx = BM25Index()
+    idx.set({"a": "My favorite color is teal", "b": "I organised the travelling library",
+             "c": "my favourite mug", "d": "a grey cat in the colourful garden"})
+    assert idx.query("What is my favourite colour?", 5)[0][0] == "a"
+    assert set(idx.query("Who organized the traveling library?", 5)[0]) == {"b"}
+    assert set(idx.query("favorite", 5)[0]) == {"a", "c"}
+    assert idx.query("gray", 5)[0] == ["d"]
+    # words as written (no stemming): spellings stay apart
+    plain = BM25Index(stemming=False)
+    plain.set({"a": "My favorite color is teal"})
+    assert plain.query("favourite colour", 5)[0] == []
+
+
 def test_a_query_term_counts_once_however_often_it_is_said() -> None:
     idx = BM25Index()
     idx.set({"a": "my coworker is going to study photography", "b": "a ski trip with Dana",

@@ -12,6 +12,7 @@ import threading
 from functools import lru_cache
 
 import Stemmer
+from breame.spelling import get_american_spelling
 from lemminflect import getAllLemmas
 
 __all__ = ["DATE_EXPRESSION", "FIRST_PERSON", "MONTH", "NUMERIC_DATE", "STOPWORDS", "YEAR",
@@ -108,15 +109,19 @@ def stem(word: str) -> str:
     """The lexical term of a lower-case word: its English Snowball stem (PyStemmer), so
     that "moved", "moving" and "moves" are one term, taken from the verb's lemma for an
     irregular verb form, so that "wrote" and "written" meet "write" (Snowball cuts
-    suffixes only). Numbers and codes are left as they are.
+    suffixes only), and from the American spelling of a British one (Breame's list), so
+    that "favourite colour" meets "favorite color". Numbers and codes are left as they are.
 
     >>> [stem(w) for w in ("moved", "relocation", "issues", "heron57", "qm")]
     ['move', 'reloc', 'issu', 'heron57', 'qm']
     >>> [stem(w) for w in ("wrote", "written", "writing", "taught", "felt", "rose")]
     ['write', 'write', 'write', 'teach', 'felt', 'rose']
+    >>> [stem(w) for w in ("favourite", "colours", "organised", "travelled")]
+    ['favorit', 'color', 'organiz', 'travel']
     """
     if not word.isalpha():  # "heron57", "5521": identifiers match exactly
         return word
+    word = get_american_spelling(word)
     with _STEM_LOCK:  # a Stemmer object is not safe to share between threads
         return _STEMMER.stemWord(_verb_lemma(word))
 
