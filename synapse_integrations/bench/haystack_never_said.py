@@ -51,11 +51,13 @@ __all__ = [
     "HAYSTACK_FILE",
     "HAYSTACK_METHODS",
     "SPLITS",
+    "format_haystack_table",
     "load_haystack_probes",
     "mentions",
     "place",
     "run_haystack_never_said",
     "score_haystack",
+    "validate_haystack_probes",
 ]
 
 HAYSTACK_FILE = "haystack_never_said_v1.json"
