@@ -35,17 +35,16 @@ check, the first memory's confidence).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
 from .baselines import is_baseline
+from .probes import read_data_file, run_scored
 
 __all__ = [
     "HAYSTACK_FILE",
@@ -99,17 +98,7 @@ def validate_haystack_probes(data: Any) -> None:
 def load_haystack_probes(path: str | Path | None = None) -> dict[str, Any]:
     """The packaged file (``path`` None) or another one, checked by
     :func:`validate_haystack_probes`."""
-    if path is None:
-        text = resources.files("synapse_integrations").joinpath(f"data/{HAYSTACK_FILE}") \
-            .read_text("utf-8")
-        where = f"package data {HAYSTACK_FILE}"
-    else:
-        text = Path(path).read_text("utf-8")
-        where = str(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{where}: not JSON: {exc}") from None
+    data = read_data_file(path, HAYSTACK_FILE)
     validate_haystack_probes(data)
     return data
 
@@ -221,7 +210,6 @@ def run_haystack_never_said(
         out["methods"]["synapse"]["all"]   # {"n": 39, "rejected": ...}
     """
     from .longmemeval import load_longmemeval
-    from .probes import run_scored
 
     engine = [m for m in methods if not is_baseline(m)]
     if not engine:

@@ -47,6 +47,7 @@ __all__ = [
     "build_memories",
     "content_words",
     "load_probes",
+    "read_data_file",
     "run_probes",
     "run_scored",
     "shares_word",
@@ -60,19 +61,26 @@ PROBE_FILE = "probes_v1.json"
 _DEPTH = 30
 
 
-def load_probes(path: str | Path | None = None) -> dict[str, Any]:
-    """The probe file at ``path``, or the packaged one; checked by :func:`validate_probes`."""
+def read_data_file(path: str | Path | None, packaged: str) -> Any:
+    """The JSON at ``path``, or the package's ``data/<packaged>`` when ``path`` is None;
+    a file that is not JSON raises :class:`ValueError` naming it. The probe files' reader
+    (here and :mod:`.haystack_never_said`)."""
     if path is None:
-        text = resources.files("synapse_integrations").joinpath(f"data/{PROBE_FILE}") \
+        text = resources.files("synapse_integrations").joinpath(f"data/{packaged}") \
             .read_text("utf-8")
-        where = f"package data {PROBE_FILE}"
+        where = f"package data {packaged}"
     else:
         text = Path(path).read_text("utf-8")
         where = str(path)
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{where}: not JSON: {exc}") from None
+
+
+def load_probes(path: str | Path | None = None) -> dict[str, Any]:
+    """The probe file at ``path``, or the packaged one; checked by :func:`validate_probes`."""
+    data = read_data_file(path, PROBE_FILE)
     validate_probes(data)
     return data
 
