@@ -235,6 +235,23 @@ def format_recall_table(results: dict[str, Any], cats: Sequence[str], names: dic
     return lines
 
 
+def format_head_to_head(h2h: dict[str, Any] | None, which: str) -> list[str]:
+    """The reference method against each baseline, question by question."""
+    if not h2h:
+        return []
+    m, k = h2h["method"], h2h["k"]
+    lines = [f"{m} against each baseline, question by question (recall@{k}, {h2h['questions']} "
+             f"{which}): lost = the baseline found more evidence; missed = {m} found none where "
+             f"the baseline found some",
+             f"  {'baseline':<14}{'lost':>6}{'won':>6}{'tied':>6}{'missed':>8}"]
+    rows = [*h2h["baselines"].items(), ("best of each", h2h["best"])]
+    for name, row in rows:
+        lines.append(f"  {name:<14}{row['lost']:>6}{row['won']:>6}{row['tied']:>6}"
+                     f"{row['missed']:>8}")
+    lines.append("")
+    return lines
+
+
 def format_gate(gate: dict[str, Any] | None, refuse: str, answer: str) -> list[str]:
     if not gate:
         return []
@@ -277,6 +294,7 @@ def format_locomo_table(results: dict[str, Any]) -> str:
     q = results["questions"]
     lines = format_recall_table(results, cats, names, header="questions: " + ", ".join(
         f"{c}={q[c]}" for c in cats[:5]))
+    lines += format_head_to_head(results.get("head_to_head"), "questions of categories 1-4")
     lines += format_gate(results.get("gate"), "adversarial", "categories 1-4")
     lines += format_first_query(results)
     lines.append(f"skipped malformed evidence ids: {results['skipped_evidence']}")
@@ -303,6 +321,7 @@ def format_longmemeval_table(results: dict[str, Any]) -> str:
     if above:  # knowledge-update questions with two or more evidence turns
         lines.append("newest evidence turn above the older ones (knowledge-update): " + ", ".join(
             f"{m} {100 * a['rate']:.1f}% of {a['n']}" for m, a in above.items()))
+    lines += format_head_to_head(results.get("head_to_head"), "questions, abstention aside")
     lines += format_gate(results.get("gate"), "abstention", "other questions")
     lines += format_first_query(results)
     t = results.get("timing_s") or {}

@@ -45,7 +45,8 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
     assert rc == 0
     res = json.loads(out.read_text())
     assert set(res) == {"dataset", "conversations", "questions", "skipped_evidence", "turn_text",
-                        "methods", "gate", "best_baseline", "first_query_ms", "timing_s"}
+                        "methods", "gate", "best_baseline", "head_to_head", "first_query_ms",
+                        "timing_s"}
     assert res["turn_text"] == "prefixed"
     assert res["conversations"] == ["tiny-a", "tiny-b"]
     assert set(res["questions"]) == {"1", "2", "3", "4", "5"}
@@ -87,6 +88,17 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
         best = max(res["methods"][b]["recall@10"][cat] for b in ("dense", "bm25", "hybrid_rrf", "fusion"))
         assert row["baseline_value"] == best
         assert row["margin"] == pytest.approx(res["methods"]["synapse"]["recall@10"][cat] - best)
+    h2h = res["head_to_head"]  # question by question at the largest k, category 5 aside
+    assert (h2h["method"], h2h["k"]) == ("synapse", 10)
+    from synapse_integrations.bench.locomo import load_locomo
+    counted = [q for q in load_locomo(FIXTURE).questions if q.evidence and q.category != 5]
+    assert h2h["questions"] == len(counted) > 0
+    assert set(h2h["best"]["categories"]) <= {"1", "2", "3", "4"}
+    for name, row in h2h["baselines"].items():
+        assert row["lost"] + row["won"] + row["tied"] == h2h["questions"], name
+        # a loss is a question where the baseline's recall@10 is higher than synapse's
+        assert row["lost"] == len(row["lost_ids"])
+    assert "question by question" in printed and "best of each" in printed
     assert set(res["first_query_ms"]) == {"synapse-paper", "synapse"}  # one per ingested graph
     assert "best baseline" in printed and "first query after ingestion" in printed
 

@@ -282,7 +282,7 @@ def test_json_contract(fast_results) -> None:
     res = fast_results
     json.dumps(res)  # JSON-ready
     assert set(res) == {"dataset", "questions", "skipped", "evidence_from_sessions", "methods",
-                        "gate", "best_baseline", "first_query_ms", "timing_s"}
+                        "gate", "best_baseline", "head_to_head", "first_query_ms", "timing_s"}
     assert res["questions"] == {"single-session-user": 1, "single-session-assistant": 1,
                                 "single-session-preference": 0, "multi-session": 1,
                                 "temporal-reasoning": 0, "knowledge-update": 1, "abstention": 1}
@@ -314,6 +314,15 @@ def test_json_contract(fast_results) -> None:
     best = max(res["methods"][b]["recall@5"]["pooled"] for b in BASELINES)
     assert row["baseline_value"] == best and row["baseline"] in BASELINES
     assert row["margin"] == pytest.approx(res["methods"]["synapse"]["recall@5"]["pooled"] - best)
+    # question by question at the largest k, abstention aside (4 questions with evidence)
+    h2h = res["head_to_head"]
+    assert (h2h["method"], h2h["k"], h2h["questions"]) == ("synapse", 5, 4)
+    assert set(h2h["baselines"]) == set(BASELINES) & set(FAST)
+    for row in (*h2h["baselines"].values(), h2h["best"]):
+        assert row["n"] == 4 and row["lost"] + row["won"] + row["tied"] == 4
+        assert row["missed"] <= row["lost"] == len(row["lost_ids"])
+    assert h2h["best"]["won"] <= min(r["won"] for r in h2h["baselines"].values())
+    assert "abstention" not in h2h["best"]["categories"]
     # one first query per ingested graph, on each of the 5 memories, apart from warm latency
     assert set(res["first_query_ms"]) == {"synapse-paper", "synapse"}
     assert all(fq["n"] == 5 for fq in res["first_query_ms"].values())
@@ -349,7 +358,7 @@ def test_bm25_and_fusion_alone_need_no_ingestion() -> None:
     res = run_longmemeval(FIXTURE, methods=["bm25", "fusion-w0.0", "fusion-w1.0"], ks=(3,),
                           embedder=HashingEmbedder(dim=384), keep_records=True)
     assert res["timing_s"]["ingest"] == 0.0 and res["first_query_ms"] == {}
-    assert "gate" not in res and "best_baseline" not in res
+    assert "gate" not in res and "best_baseline" not in res and "head_to_head" not in res
     # w = 1 ranks by BM25 alone: BM25's hits first, in BM25's order, then the rest
     for lex, fused in zip(res["records"]["bm25"], res["records"]["fusion-w1.0"]):
         assert lex.ranked and fused.ranked[:len(lex.ranked)] == lex.ranked

@@ -203,3 +203,65 @@ def test_newest_above_older_by_hand() -> None:
     assert not newest_above_older(["o1"], ["o1", "n"], "n")  # an unranked newest never is
     with pytest.raises(SynapseError, match="not an evidence turn"):
         newest_above_older(["n"], ["o1"], "n")
+
+
+# --------------------------------------------------------------------------- head to head
+
+
+def test_head_to_head_by_hand() -> None:
+    from synapse_integrations.bench.metrics import head_to_head
+
+    pairs = [(0.5, 1.0),   # less evidence than the other: lost, but something found
+             (0.0, 1 / 3),  # nothing where the other found a third: lost and missed
+             (0.0, 0.0),   # both nothing: tied, not missed
+             (1.0, 0.5),   # won
+             (2 / 3, 2 / 3)]  # tied
+    assert head_to_head(pairs) == {"n": 5, "lost": 2, "won": 1, "tied": 2, "missed": 1}
+    assert head_to_head([]) == {"n": 0, "lost": 0, "won": 0, "tied": 0, "missed": 0}
+    # the same recall reached by different float sums is a tie, not a loss
+    assert head_to_head([(0.1 + 0.2, 0.3)])["tied"] == 1
+
+
+@pytest.mark.parametrize("pair", [(1.5, 0.0), (0.0, -0.1), (float("nan"), 0.5)])
+def test_head_to_head_rejects_values_outside_0_1(pair: tuple[float, float]) -> None:
+    from synapse_integrations.bench.metrics import head_to_head
+
+    with pytest.raises(SynapseError, match=r"\[0, 1\]"):
+        head_to_head([pair])
+
+
+def test_head_to_head_section_counts_each_baseline_and_the_best_of_each_question() -> None:
+    from synapse_integrations.bench.retrieval import QuestionRecord, head_to_head_section
+
+    def rec(qid: str, cat: int, evidence: tuple[str, ...], ranked: list[str]) -> QuestionRecord:
+        return QuestionRecord("c", qid, cat, evidence, ranked, 1.0, qid=qid)
+
+    ev = {"q1": ("a",), "q2": ("b", "c"), "q3": ("d",), "q5": ("e",)}
+    ranked = {  # k = 2
+        "synapse": {"q1": ["a", "x"], "q2": ["b", "x"], "q3": ["x", "y"], "q5": ["x", "y"]},
+        "bm25": {"q1": ["x", "y"], "q2": ["b", "c"], "q3": ["x", "y"], "q5": ["e", "x"]},
+        "dense": {"q1": ["a", "x"], "q2": ["x", "y"], "q3": ["y", "d"], "q5": ["x", "y"]},
+    }
+    cats = {"q1": 4, "q2": 1, "q3": 4, "q5": 5}
+    records = {m: [rec(q, cats[q], ev[q], r[q]) for q in ev] for m, r in ranked.items()}
+    out = head_to_head_section(records, "synapse", 2, lambda r: r.category != 5)
+    assert out is not None and out["method"] == "synapse" and out["k"] == 2
+    assert out["questions"] == 3  # q5 (category 5) is not counted
+    bm25 = out["baselines"]["bm25"]
+    # q1: 1 vs 0 won; q2: 1/2 vs 1 lost (something found); q3: 0 vs 0 tied
+    assert {k: bm25[k] for k in ("n", "lost", "won", "tied", "missed")} == \
+        {"n": 3, "lost": 1, "won": 1, "tied": 1, "missed": 0}
+    assert bm25["lost_ids"] == ["q2"]
+    dense = out["baselines"]["dense"]
+    # q1: 1 vs 1 tied; q2: 1/2 vs 0 won; q3: 0 vs 1 lost and missed
+    assert (dense["lost"], dense["won"], dense["tied"], dense["missed"]) == (1, 1, 1, 1)
+    assert dense["lost_ids"] == ["q3"]
+    assert dense["categories"]["4"] == {"n": 2, "lost": 1, "won": 0, "tied": 1, "missed": 1}
+    # the best baseline of each question: q1 max(0, 1) = 1 tied, q2 max(1, 0) = 1 lost,
+    # q3 max(0, 1) = 1 lost and missed
+    best = out["best"]
+    assert (best["lost"], best["won"], best["tied"], best["missed"]) == (2, 0, 1, 1)
+    assert best["lost_ids"] == ["q2", "q3"]
+    assert head_to_head_section({"synapse": records["synapse"]}, "synapse", 2,
+                                lambda r: True) is None  # no baseline ran
+    assert head_to_head_section(records, None, 2, lambda r: True) is None

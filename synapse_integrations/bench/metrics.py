@@ -26,6 +26,7 @@ __all__ = [
     "aggregate_recall",
     "gate_rates",
     "gate_sweep",
+    "head_to_head",
     "mean_by_key",
     "newest_above_older",
     "percentiles",
@@ -127,6 +128,33 @@ def mean_by_key(records: Iterable[tuple[str, float]],
         if n:
             out[name] = sum(sums.get(key, 0.0) for key in keys) / n
     return out
+
+
+def head_to_head(pairs: Iterable[tuple[float, float]]) -> dict[str, int]:
+    """One method against another, question by question: ``pairs`` holds each question's
+    ``(recall of the method, recall of the other)``. ``lost`` counts the questions where
+    the method found less evidence than the other, ``won`` more, ``tied`` as much;
+    ``missed`` the lost ones where the method found no evidence at all (the user gets
+    nothing relevant where the other would have given something).
+
+    An average hides these: a method can be ahead by ten points and still lose a
+    question a keyword search answers.
+
+    >>> head_to_head([(0.5, 1.0), (1.0, 0.0), (0.0, 0.5), (1.0, 1.0)])
+    {'n': 4, 'lost': 2, 'won': 1, 'tied': 1, 'missed': 1}
+    """
+    n = lost = won = missed = 0
+    for mine, theirs in pairs:
+        mine, theirs = float(mine), float(theirs)
+        if not (0.0 <= mine <= 1.0 and 0.0 <= theirs <= 1.0):  # also rejects NaN
+            raise InvalidInputError(f"recall values must lie in [0, 1], got {(mine, theirs)!r}")
+        n += 1
+        if mine < theirs - 1e-12:
+            lost += 1
+            missed += mine == 0.0
+        elif mine > theirs + 1e-12:
+            won += 1
+    return {"n": n, "lost": lost, "won": won, "tied": n - lost - won, "missed": missed}
 
 
 def _check_category(category: object) -> int:
