@@ -236,18 +236,22 @@ def format_recall_table(results: dict[str, Any], cats: Sequence[str], names: dic
 
 
 def format_head_to_head(h2h: dict[str, Any] | None, which: str) -> list[str]:
-    """The reference method against each baseline, question by question."""
+    """The reference method against each baseline, question by question, at each k."""
     if not h2h:
         return []
-    m, k = h2h["method"], h2h["k"]
-    lines = [f"{m} against each baseline, question by question (recall@{k}, {h2h['questions']} "
-             f"{which}): lost = the baseline found more evidence; missed = {m} found none where "
-             f"the baseline found some",
-             f"  {'baseline':<14}{'lost':>6}{'won':>6}{'tied':>6}{'missed':>8}"]
-    rows = [*h2h["baselines"].items(), ("best of each", h2h["best"])]
-    for name, row in rows:
-        lines.append(f"  {name:<14}{row['lost']:>6}{row['won']:>6}{row['tied']:>6}"
-                     f"{row['missed']:>8}")
+    m = h2h["method"]
+    keys = [key for key in h2h if key.startswith("recall@")]
+    lines = [f"{m} against each baseline, question by question ({h2h['questions']} {which}): "
+             f"lost = the baseline found more evidence, won = less; missed = {m} found none "
+             f"where the baseline found some",
+             f"  {'baseline':<14}" + "".join(f"{key + ' lost/won/tied/missed':>32}"
+                                             for key in keys)]
+    for name in [*h2h[keys[0]]["baselines"], "best of each"]:
+        cells = []
+        for key in keys:
+            row = h2h[key]["best"] if name == "best of each" else h2h[key]["baselines"][name]
+            cells.append(f"{row['lost']}/{row['won']}/{row['tied']}/{row['missed']}")
+        lines.append(f"  {name:<14}" + "".join(f"{c:>32}" for c in cells))
     lines.append("")
     return lines
 

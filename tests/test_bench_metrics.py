@@ -244,9 +244,14 @@ def test_head_to_head_section_counts_each_baseline_and_the_best_of_each_question
     }
     cats = {"q1": 4, "q2": 1, "q3": 4, "q5": 5}
     records = {m: [rec(q, cats[q], ev[q], r[q]) for q in ev] for m, r in ranked.items()}
-    out = head_to_head_section(records, "synapse", 2, lambda r: r.category != 5)
-    assert out is not None and out["method"] == "synapse" and out["k"] == 2
+    out = head_to_head_section(records, "synapse", (1, 2), lambda r: r.category != 5)
+    assert out is not None and out["method"] == "synapse"
+    assert set(out) == {"method", "questions", "recall@1", "recall@2"}
     assert out["questions"] == 3  # q5 (category 5) is not counted
+    # k = 1: q1 1 vs 0 won, q2 1/2 vs 1/2 tied, q3 0 vs 0 tied
+    at1 = out["recall@1"]["baselines"]["bm25"]
+    assert (at1["lost"], at1["won"], at1["tied"], at1["missed"]) == (0, 1, 2, 0)
+    out = out["recall@2"]
     bm25 = out["baselines"]["bm25"]
     # q1: 1 vs 0 won; q2: 1/2 vs 1 lost (something found); q3: 0 vs 0 tied
     assert {k: bm25[k] for k in ("n", "lost", "won", "tied", "missed")} == \
@@ -262,6 +267,6 @@ def test_head_to_head_section_counts_each_baseline_and_the_best_of_each_question
     best = out["best"]
     assert (best["lost"], best["won"], best["tied"], best["missed"]) == (2, 0, 1, 1)
     assert best["lost_ids"] == ["q2", "q3"]
-    assert head_to_head_section({"synapse": records["synapse"]}, "synapse", 2,
+    assert head_to_head_section({"synapse": records["synapse"]}, "synapse", (2,),
                                 lambda r: True) is None  # no baseline ran
-    assert head_to_head_section(records, None, 2, lambda r: True) is None
+    assert head_to_head_section(records, None, (2,), lambda r: True) is None

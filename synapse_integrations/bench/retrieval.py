@@ -518,35 +518,36 @@ def best_baseline_section(methods: Mapping[str, Mapping[str, Any]], metrics: Seq
 
 
 def head_to_head_section(records: Mapping[str, Sequence[QuestionRecord]], reference: str | None,
-                         k: int, counted: Callable[[QuestionRecord], bool]
+                         ks: Sequence[int], counted: Callable[[QuestionRecord], bool]
                          ) -> dict[str, Any] | None:
-    """``reference`` against each baseline, question by question, by recall@``k``
-    (:func:`~.metrics.head_to_head` over the questions with evidence that ``counted``
-    keeps), in all and per category, with the ids of the questions it lost; ``"best"``:
-    against the best baseline *of each question*. ``None`` when no baseline or no
-    reference ran."""
+    """``reference`` against each baseline, question by question, by recall@k for each of
+    ``ks`` (:func:`~.metrics.head_to_head` over the questions with evidence that
+    ``counted`` keeps), in all and per category, with the ids of the questions it lost;
+    ``"best"``: against the best baseline *of each question*. ``None`` when no baseline or
+    no reference ran."""
     base = [m for m in records if is_baseline(m)]
     if not base or reference is None or reference not in records:
         return None
     mine = [r for r in records[reference] if r.evidence and counted(r)]
     theirs = {b: {r.qid: r for r in records[b]} for b in base}
-    recall = {b: [recall_at_k(theirs[b][r.qid].ranked, r.evidence, k) for r in mine]
-              for b in base}
-    recall["best"] = [max(recall[b][i] for b in base) for i in range(len(mine))]
-    own = [recall_at_k(r.ranked, r.evidence, k) for r in mine]
+    cats: dict[str, list[int]] = {}
+    for i, r in enumerate(mine):
+        cats.setdefault(str(r.category), []).append(i)
 
-    def compare(other: list[float]) -> dict[str, Any]:
-        cats: dict[str, list[int]] = {}
-        for i, r in enumerate(mine):
-            cats.setdefault(str(r.category), []).append(i)
+    def compare(own: list[float], other: list[float]) -> dict[str, Any]:
         return {**head_to_head(zip(own, other)),
                 "categories": {c: head_to_head((own[i], other[i]) for i in idx)
                                for c, idx in sorted(cats.items())},
                 "lost_ids": [r.qid for r, a, b in zip(mine, own, other) if a < b - 1e-12]}
 
-    out: dict[str, Any] = {"method": reference, "k": k, "questions": len(mine)}
-    out["baselines"] = {b: compare(recall[b]) for b in base}
-    out["best"] = compare(recall["best"])
+    out: dict[str, Any] = {"method": reference, "questions": len(mine)}
+    for k in ks:
+        recall = {b: [recall_at_k(theirs[b][r.qid].ranked, r.evidence, k) for r in mine]
+                  for b in base}
+        best = [max(recall[b][i] for b in base) for i in range(len(mine))]
+        own = [recall_at_k(r.ranked, r.evidence, k) for r in mine]
+        out[f"recall@{k}"] = {"baselines": {b: compare(own, recall[b]) for b in base},
+                              "best": compare(own, best)}
     return out
 
 
@@ -627,7 +628,7 @@ def run_locomo(
     bb = best_baseline_section(out["methods"], [f"recall@{k}" for k in ks], gm)
     if bb is not None:
         out["best_baseline"] = bb
-    h2h = head_to_head_section(state.records, gm, max(ks), lambda r: r.category != 5)
+    h2h = head_to_head_section(state.records, gm, ks, lambda r: r.category != 5)
     if h2h is not None:
         out["head_to_head"] = h2h
     out["first_query_ms"] = _first_query(state)
@@ -745,7 +746,7 @@ def run_longmemeval(
     bb = best_baseline_section(out["methods"], metrics, gm)
     if bb is not None:
         out["best_baseline"] = bb
-    h2h = head_to_head_section(state.records, gm, max(ks), lambda r: r.category != ABSTENTION)
+    h2h = head_to_head_section(state.records, gm, ks, lambda r: r.category != ABSTENTION)
     if h2h is not None:
         out["head_to_head"] = h2h
     out["first_query_ms"] = _first_query(state)
