@@ -27,6 +27,7 @@ __all__ = [
     "gate_rates",
     "gate_sweep",
     "head_to_head",
+    "loses",
     "mean_by_key",
     "newest_above_older",
     "percentiles",
@@ -130,6 +131,16 @@ def mean_by_key(records: Iterable[tuple[str, float]],
     return out
 
 
+def loses(mine: float, theirs: float) -> bool:
+    """True when a recall of ``mine`` is below ``theirs`` (the same value reached by a
+    different float sum is a tie).
+
+    >>> loses(0.5, 1.0), loses(0.1 + 0.2, 0.3), loses(1.0, 0.5)
+    (True, False, False)
+    """
+    return mine < theirs - 1e-12
+
+
 def head_to_head(pairs: Iterable[tuple[float, float]]) -> dict[str, int]:
     """One method against another, question by question: ``pairs`` holds each question's
     ``(recall of the method, recall of the other)``. ``lost`` counts the questions where
@@ -149,10 +160,10 @@ def head_to_head(pairs: Iterable[tuple[float, float]]) -> dict[str, int]:
         if not (0.0 <= mine <= 1.0 and 0.0 <= theirs <= 1.0):  # also rejects NaN
             raise InvalidInputError(f"recall values must lie in [0, 1], got {(mine, theirs)!r}")
         n += 1
-        if mine < theirs - 1e-12:
+        if loses(mine, theirs):
             lost += 1
             missed += mine == 0.0
-        elif mine > theirs + 1e-12:
+        elif loses(theirs, mine):
             won += 1
     return {"n": n, "lost": lost, "won": won, "tied": n - lost - won, "missed": missed}
 

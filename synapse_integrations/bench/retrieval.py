@@ -49,8 +49,9 @@ from .baselines import BASELINES, FUSION_WEIGHT, BaselineRanker, is_baseline, ne
     rrf_fuse
 from .locomo import load_locomo
 from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval
-from .metrics import DEFAULT_GATE_TAUS, aggregate_recall, head_to_head, mean_by_key, \
-    percentiles, newest_above_older, recall_at_k, refusal_rates, refusal_sweep, session_recall_at_k
+from .metrics import DEFAULT_GATE_TAUS, aggregate_recall, head_to_head, loses, mean_by_key, \
+    newest_above_older, percentiles, recall_at_k, refusal_rates, refusal_sweep, \
+    session_recall_at_k
 
 __all__ = [
     "BASELINES",
@@ -538,7 +539,7 @@ def head_to_head_section(records: Mapping[str, Sequence[QuestionRecord]], refere
         return {**head_to_head(zip(own, other)),
                 "categories": {c: head_to_head((own[i], other[i]) for i in idx)
                                for c, idx in sorted(cats.items())},
-                "lost_ids": [r.qid for r, a, b in zip(mine, own, other) if a < b - 1e-12]}
+                "lost_ids": [r.qid for r, a, b in zip(mine, own, other) if loses(a, b)]}
 
     out: dict[str, Any] = {"method": reference, "questions": len(mine)}
     for k in ks:
