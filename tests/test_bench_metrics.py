@@ -231,7 +231,8 @@ def test_head_to_head_rejects_values_outside_0_1(pair: tuple[float, float]) -> N
 
 
 def test_head_to_head_section_counts_each_baseline_and_the_best_of_each_question() -> None:
-    from synapse_integrations.bench.retrieval import QuestionRecord, head_to_head_section
+    from synapse_integrations.bench.compare import head_to_head_section
+    from synapse_integrations.bench.retrieval import QuestionRecord
 
     def rec(qid: str, cat: int, evidence: tuple[str, ...], ranked: list[str]) -> QuestionRecord:
         return QuestionRecord("c", qid, cat, evidence, ranked, 1.0, qid=qid)
