@@ -54,6 +54,13 @@ def test_demo_prints_every_question_and_finds_the_bridge_with_entity_feedback(tm
     shown = [x for x in top.splitlines() if re.match(r"\s+\d+\. \[", x)]
     assert len(shown) == 5
     assert any("architecture program" in x for x in shown) == (int(found_at.group(1)) <= 5)
+    # "Where does Sam live now?": the old answer ("I've lived in Portland for six years") has
+    # a successor ("leaving Portland after six years"); the feedback pass scores the old
+    # turn higher than the question's pass did, and the merge keeps the successor above it
+    changed = blocks[[q["kind"] for q in demo["questions"]].index("changed")]
+    shown = [x for x in changed.splitlines() if re.match(r"\s+\d+\. \[", x)]
+    old_at = next(i for i, x in enumerate(shown) if "lived in Portland for six years" in x)
+    assert any("leaving Portland" in x and "superseded +" in x for x in shown[:old_at]), shown
 
 
 def test_demo_refuses_a_memory_that_already_holds_turns(tmp_path, capsys):

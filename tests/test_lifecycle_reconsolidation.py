@@ -11,8 +11,9 @@ from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
 from synapse_integrations.core.graph import Compiled
 from synapse_integrations.core.lifecycle import Lifecycle
 from synapse_integrations.core.reconsolidation import (LLMReconsolidator, is_update, query_tense,
-                                                       rank_recent,
-                                                       rank_versions, statements)
+                                                       rank_recent, rank_versions,
+                                                       settle_versions, statements)
+from synapse_integrations.core.retrieval import Pass, Scope, merge_feedback
 from synapse_integrations.errors import ConfigError, InvalidTypeError
 
 OLD = "I've spent around 5-6 hours on my abstract ocean sculpture so far."
@@ -126,6 +127,60 @@ def test_rank_versions_against_hand_computed_scores() -> None:
                               tense="past")) == [0.9, 0.5]
 
 
+def test_rank_versions_reports_the_pairs_it_placed() -> None:
+    view = Compiled.from_arrays(["old", "new", "x"], np.eye(3), src=[], dst=[], weight=[],
+                                is_episode=[True] * 3, attrs={"superseded_by": ["new", None, None]})
+    placed: list[tuple[int, int]] = []
+    rank_versions(view, np.arange(3), np.array([0.9, 0.4, 0.5]), weight=0.5, placed=placed)
+    assert placed == [(1, 0)]  # (newer, older) positions in cand
+    placed.clear()  # the replacement not among the candidates: nothing placed
+    rank_versions(view, np.array([0, 2]), np.array([0.9, 0.5]), weight=0.5, placed=placed)
+    assert placed == []
+
+
+def test_settle_versions_against_hand_computed_scores() -> None:
+    # a chain: 2 replaced 0, which replaced 1; 1 scores best, so both go above it in turn
+    got, lift = settle_versions(np.array([0.5, 0.7, 0.2, 0.6]), np.array([[0, 1], [2, 0]]))
+    assert got.tolist() == pytest.approx([0.7 + 1e-6, 0.7, 0.7 + 2e-6, 0.6], abs=1e-12)
+    assert lift.tolist() == pytest.approx([0.2 + 1e-6, 0.0, 0.5 + 2e-6, 0.0], abs=1e-12)
+    # pairs already in order, or none: unchanged
+    same, lift = settle_versions(np.array([0.9, 0.4]), np.array([[0, 1]]))
+    assert same.tolist() == [0.9, 0.4] and lift.tolist() == [0.0, 0.0]
+    assert settle_versions(np.array([0.3]), np.zeros((0, 2), dtype=np.int64))[0].tolist() == [0.3]
+    # a tie is not an order: the newer goes right above
+    assert settle_versions(np.array([0.4, 0.4]), np.array([[1, 0]]))[0][1] == pytest.approx(0.4 + 1e-6)
+
+
+def _pass(cand, score, versions=(), superseded=None):
+    n = len(cand)
+    zero = np.zeros(n)
+    return Pass(np.asarray(cand), np.argsort(-np.asarray(score)), np.asarray(score, dtype=float),
+                zero, zero, zero, None, None, zero, zero if superseded is None else
+                np.asarray(superseded, dtype=float), zero, zero, zero, None, {}, {}, None,
+                versions=np.asarray(versions, dtype=np.int64).reshape(-1, 2))
+
+
+def test_merging_the_feedback_pass_keeps_each_pass_versions_in_order() -> None:
+    # nodes 10 (old) and 11 (its successor), 12 (other). The question's pass placed 11 right
+    # above 10; the feedback pass scores 10 far higher (its widened query holds 10's words)
+    # and did not place 11: merged, 10 takes its discounted feedback score, and 11 stays
+    # right above it, the lift shown as version ranking (superseded)
+    first = _pass([10, 11, 12], [0.5, 0.5 + 1e-6, 0.3], versions=[[11, 10]],
+                  superseded=[0.0, 0.2, 0.0])
+    second = _pass([10, 12], [0.9, 0.2])
+    merged = merge_feedback(first, second, Scope(), k=3, discount=0.8)
+    assert merged.cand.tolist() == [10, 11, 12]
+    assert merged.score[0] == pytest.approx(0.72)  # 0.9 discounted for the hop
+    assert merged.score[1] == pytest.approx(0.72 + 1e-6)
+    assert merged.superseded[1] == pytest.approx(0.2 + 0.72 + 1e-6 - (0.5 + 1e-6))
+    assert merged.cand[merged.order].tolist() == [11, 10, 12]
+    assert merged.versions.tolist() == [[11, 10]]
+    # without the pair, the merge alone would put the old version first (the case fixed)
+    plain = merge_feedback(_pass([10, 11, 12], [0.5, 0.5 + 1e-6, 0.3]), second, Scope(), k=3,
+                           discount=0.8)
+    assert plain.cand[plain.order].tolist() == [10, 11, 12]
+
+
 def test_query_tense() -> None:
     assert query_tense("Where do I live now?") == "current"
     assert query_tense("What was my previous goal before I updated it?") == "past"
@@ -174,8 +229,11 @@ def test_rank_recent_against_hand_computed_scores() -> None:
     score = np.array([0.9, 0.8, 0.3, 0.2, 0.95])
     # "where do I live": mass {live: 1}; t3 (the newest user turn holding it) goes right above
     # the best older user turn holding it (t0 at 0.9); the assistant's t4 is no version
-    got = rank_recent(view, np.arange(5), score, lambda t: idf(t, 1.0), "Where do I live?")
+    placed: list[tuple[int, int]] = []
+    got = rank_recent(view, np.arange(5), score, lambda t: idf(t, 1.0), "Where do I live?",
+                      placed=placed)
     assert got[3] == pytest.approx(0.9 + 1e-6) and list(got[[0, 1, 2, 4]]) == [0.9, 0.8, 0.3, 0.95]
+    assert placed == [(3, 0)]  # the newest, and the older turn it went above
     # "live near the harbor": only t0 holds "harbor" (3 of 4 of the mass): the newest turn
     # holding 60% is t0 itself, nothing older: unchanged
     same = rank_recent(view, np.arange(5), score, lambda t: idf(t, 1.0), "Do I live near the harbor?")
@@ -198,9 +256,11 @@ def test_rank_recent_lifts_successors_for_the_present() -> None:
     # the answer t0 ("gym"); its own words ironworks 3 + near 1 + home 1 = 5 (the question's
     # "gym" and the name "sam" left out). Ann's t1 is not Sam; t2 and t3 restate 3/5 >= 0.2,
     # t4 restates "home" 1/5 = 0.2 >= 0.2 too and is the newest: it goes right above t0
+    placed: list[tuple[int, int]] = []
     got = rank_recent(view, np.arange(5), score, lambda t: idf.get(t, 1.0), q, tense="current",
-                      names=names)
+                      names=names, placed=placed)
     assert got[4] == pytest.approx(0.9 + 1e-6)
+    assert placed == [(4, 0)]  # the successor and the answer it restates
     assert list(got[[0, 1, 2, 3]]) == [0.9, 0.8, 0.3, 0.2]
     # a higher bar (0.25): "home" alone is not enough, t3 (3/5) is now the newest successor
     got = rank_recent(view, np.arange(5), score, lambda t: idf.get(t, 1.0), q, tense="current",

@@ -430,9 +430,12 @@ def reconsolidate(state: Any, detector: Reconsolidator, node_id: str) -> list[st
 
 
 def rank_versions(view: Any, cand: np.ndarray, score: np.ndarray, *, weight: float,
-                  tense: str = "neutral") -> np.ndarray:
+                  tense: str = "neutral", placed: list[tuple[int, int]] | None = None
+                  ) -> np.ndarray:
     """Scores with versions ranked together (see the module docstring). ``view`` is the
     compiled graph (``node_values("superseded_by")``), ``cand`` the candidates' indices.
+    ``placed``, when given, receives each pair ranked together as ``(newer, older)``
+    positions in ``cand`` (:func:`settle_versions` keeps them so after a later merge).
 
     >>> from synapse_integrations.core.graph import Compiled
     >>> v = Compiled.from_arrays(["old", "new", "x"], np.eye(3), src=[], dst=[], weight=[],
@@ -456,6 +459,8 @@ def rank_versions(view: Any, cand: np.ndarray, score: np.ndarray, *, weight: flo
                 score[j] *= weight
         else:
             pairs.append((j, k))
+    if placed is not None:
+        placed.extend((k, j) for j, k in pairs)
     for _ in range(len(pairs)):  # chains of versions settle in at most len(pairs) sweeps
         changed = False
         for j, k in pairs:  # j: the older version, k: its replacement
@@ -487,7 +492,8 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
                 coverage: float = RECENT_COVERAGE,
                 older_share: float = RECENT_OLDER_SHARE,
                 window: int = RECENT_WINDOW,
-                successor_share: float = SUCCESSOR_SHARE) -> np.ndarray:
+                successor_share: float = SUCCESSOR_SHARE,
+                placed: list[tuple[int, int]] | None = None) -> np.ndarray:
     """Versions found at question time (the newest above older ones, whether or not a
     write linked them). Among the ``window`` best candidates, the user turns (not the
     assistant's) with an event time are compared by the question's words they hold (by a
@@ -507,6 +513,9 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     turn of the same speaker restating at least ``successor_share`` of the IDF mass of the
     answer's own words (the question's words and the speakers' names left out), placed
     right above it.
+
+    ``placed``, when given, receives each newer turn and the older one it was placed above
+    as ``(newer, older)`` positions in ``cand`` (:func:`settle_versions`).
 
     >>> from synapse_integrations.core.graph import Compiled
     >>> def three_turns(*texts):  # the user's turns at times 1, 2, 3
@@ -559,15 +568,47 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     full = [j for j in users if share[j] >= coverage]
     if full:
         newest = max(full, key=lambda j: (ts[cand[j]], -j))
-        older = [score[j] for j in users if ts[cand[j]] < ts[cand[newest]]
+        older = [j for j in users if ts[cand[j]] < ts[cand[newest]]
                  and held[j] <= held[newest] and share[j] >= older_share]
-        if older and score[newest] < max(older):
-            score[newest] = max(older) + VERSION_MARGIN
+        if older:
+            best = max(older, key=lambda j: score[j])
+            if score[newest] < score[best]:
+                score[newest] = score[best] + VERSION_MARGIN
+            if placed is not None:
+                placed.append((newest, best))
     if tense == "current":  # "now", "currently", "these days": the answers' successors
         skip = set(asked) | {_root(t) for n in names for t in tokenize(n)}
         answers = [j for j in users if share[j] >= older_share]
-        score = _lift_successors(view, cand, score, words, answers, skip, idf, successor_share)
+        score = _lift_successors(view, cand, score, words, answers, skip, idf, successor_share,
+                                 placed)
     return score
+
+
+def settle_versions(score: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``score`` with each ``(newer, older)`` pair of ``pairs`` (positions in ``score``)
+    in order: a newer version at or below its older one is placed right above it
+    (``VERSION_MARGIN``). Returns the scores and what each gained. Rankings merged from
+    two passes keep the versions each pass placed (:func:`rank_versions`,
+    :func:`rank_recent`): the older turn's better score in the other pass must not take
+    it back above the turn that replaced it.
+
+    >>> s, lift = settle_versions(np.array([0.5, 0.7, 0.2]), np.array([[0, 1], [2, 0]]))
+    >>> (s - np.array([0.7, 0.7, 0.7])).round(7).tolist(), (lift > 0).tolist()
+    ([1e-06, 0.0, 2e-06], [True, False, True])
+    >>> settle_versions(np.array([0.9, 0.4]), np.array([[0, 1]]))[1].tolist()  # in order
+    [0.0, 0.0]
+    """
+    out = np.asarray(score, dtype=np.float64).copy()
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    for _ in range(len(pairs)):  # a chain settles in at most len(pairs) sweeps
+        changed = False
+        for new, old in pairs.tolist():
+            if out[new] <= out[old]:
+                out[new] = out[old] + VERSION_MARGIN
+                changed = True
+        if not changed:
+            break
+    return out, out - np.asarray(score, dtype=np.float64)
 
 
 def _rooted(text: str | None) -> dict[str, str]:
@@ -580,7 +621,8 @@ def _rooted(text: str | None) -> dict[str, str]:
 
 def _lift_successors(view: Any, cand: np.ndarray, score: np.ndarray,
                      words: Mapping[int, Mapping[str, str]], answers: list[int], skip: set[str],
-                     idf: Callable[[str], float], share_min: float) -> np.ndarray:
+                     idf: Callable[[str], float], share_min: float,
+                     placed: list[tuple[int, int]] | None = None) -> np.ndarray:
     """Each of the ``answers`` (best first) with its newest successor among the turns of
     ``words`` (candidate -> its :func:`_rooted` words) placed right above it: a later turn
     of the same speaker that restates at least ``share_min`` of the answer's own words
@@ -599,4 +641,6 @@ def _lift_successors(view: Any, cand: np.ndarray, score: np.ndarray,
             newest = max(later, key=lambda j: (ts[cand[j]], -j))
             if score[newest] <= score[a]:
                 score[newest] = score[a] + VERSION_MARGIN
+            if placed is not None:
+                placed.append((newest, a))
     return score

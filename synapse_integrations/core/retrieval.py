@@ -31,7 +31,7 @@ from . import conversation, echoes, focus, gate, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
-from .reconsolidation import query_tense, rank_recent, rank_versions
+from .reconsolidation import query_tense, rank_recent, rank_versions, settle_versions
 from .sleep import FACT_TYPE, NOT_ENTITY_TYPES, lend_similarity
 from .state import MemoryState
 from .triggers import tokenize
@@ -138,6 +138,9 @@ class Pass:
     # negative), and which pass scored it (0: the question's, 1: the feedback pass)
     hop: np.ndarray | None = None
     source: np.ndarray | None = None
+    # the versions the pass ranked newer above older and left so (compiled positions, one
+    # (newer, older) row each): merge_feedback keeps them in that order
+    versions: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -298,10 +301,12 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     score = _salience(view, cand, score, cfg.low_salience_weight)
     salience = score - hybrid
     tense = query_tense(asked)
-    score = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=tense)
+    placed: list[tuple[int, int]] = []  # (newer, older) positions in cand
+    score = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=tense,
+                          placed=placed)
     if cfg.version_recency:  # versions found at question time: the newest above
         score = rank_recent(view, cand, score, state.bm25.idf, asked, tense=tense,
-                            names=gate.speaker_names(view))
+                            names=gate.speaker_names(view), placed=placed)
     superseded = score - hybrid - salience  # shown as score components, like the echo demotion
     score, echo = echoes.demote(view, cand, score)  # an echo ranks below its source
     # the conversation: a reply scores with its question and what the question followed
@@ -319,9 +324,12 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
     else:
         keep = np.flatnonzero(scope.returnable[cand])
         order = keep[scoring.top_k(score[keep], min(k, keep.size))]
+    # the version pairs still in order once the later stages had their say
+    versions = np.array([(cand[n], cand[o]) for n, o in placed if score[n] > score[o]],
+                        dtype=np.int64).reshape(-1, 2)
     return Pass(cand, order, score, sim, activation, pr, lexical, distinct, echo, superseded,
                 salience, reply, focused, parents, anchors.dense_rank, anchors.bm25_rank,
-                activated, own_score is not None, spikes)
+                activated, own_score is not None, spikes, versions=versions)
 
 
 def _spikes(view: Compiled, act: Activation) -> Spikes | None:
@@ -413,7 +421,9 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
     drift of a widened query; the episodes that supplied the entities (``sources``,
     compiled positions) keep their first-pass score: their own names in the widened
     query would lift them by their own words (in a small memory the second-best turn
-    then took the first place). Each candidate's signals are those of the pass that
+    then took the first place). The versions each pass placed newer above older stay so
+    (:func:`~synapse_integrations.core.reconsolidation.settle_versions`; the lift shows
+    in the ``superseded`` component). Each candidate's signals are those of the pass that
     scored it; the stimuli recorded (spike trains) are the question's own, the first
     pass's."""
     cand = np.union1d(first.cand, second.cand)
@@ -430,6 +440,11 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
     score, from_second = scoring.hop_best(spread(first.score, at1, -np.inf), second_score,
                                           discount)
     hop = np.where(from_second, score - second_score, 0.0)
+    # each pass's versions stay in the order it gave them: the older turn's better score
+    # in the other pass must not take it back above the turn that replaced it
+    versions = np.concatenate([p.versions for p in (first, second) if p.versions is not None]
+                              or [np.zeros((0, 2), dtype=np.int64)])
+    score, lift = settle_versions(score, np.searchsorted(cand, versions))
 
     def pick(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
         if a is None or b is None:
@@ -444,12 +459,12 @@ def merge_feedback(first: Pass, second: Pass, scope: Scope, k: int, discount: fl
     return Pass(cand, order, score, pick(first.sim, second.sim),
                 pick(first.activation, second.activation), pick(first.pr, second.pr),
                 pick(first.lexical, second.lexical), pick(first.distinct, second.distinct),
-                pick(first.echo, second.echo), pick(first.superseded, second.superseded),
+                pick(first.echo, second.echo), pick(first.superseded, second.superseded) + lift,
                 pick(first.salience, second.salience), pick(first.reply, second.reply),
                 pick(first.focus, second.focus), first.parents,
                 first.dense_rank, first.bm25_rank,  # each item shows its own pass's (_item)
                 second.activated, first.own_score, first.spikes, hop,
-                from_second.astype(np.int8))
+                from_second.astype(np.int8), versions)
 
 
 def _shown_weights(cfg: SynapseConfig) -> dict[str, float]:
