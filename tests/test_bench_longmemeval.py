@@ -369,6 +369,27 @@ def test_bm25_and_fusion_alone_need_no_ingestion() -> None:
         assert len(fused.ranked) == len(fused.extra["session_of"])  # every episode
 
 
+def test_the_progress_bar_counts_questions() -> None:
+    bars = []
+
+    class Bar:
+        def __init__(self, **kw):
+            self.kw, self.n, self.closed = kw, 0, False
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def close(self):
+            self.closed = True
+
+    res = run_longmemeval(FIXTURE, methods=["bm25"], ks=(3,), embedder=HashingEmbedder(dim=384),
+                          progress=Bar)
+    asked = sum(res["questions"].values())
+    assert [(b.kw, b.n, b.closed) for b in bars] == [
+        ({"total": asked, "desc": "questions", "unit": "question"}, asked, True)]
+
+
 def test_vector_cache_round_trip(tmp_path) -> None:
     store = VectorCache(tmp_path / "c", embedder="hashing", dim=384)
     emb = CachingEmbedder(HashingEmbedder(dim=384), store=store)

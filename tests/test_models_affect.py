@@ -9,12 +9,14 @@ import math
 
 import pytest
 
-from synapse_integrations import InvalidTypeError, Synapse, SynapseConfig
+from synapse_integrations import InvalidInputError, InvalidTypeError, Synapse, SynapseConfig
 from synapse_integrations.core.models.mnemos import (
+    PIECE_WORDS,
     LexiconAffectTagger,
     LLMAffectTagger,
     affect_tag,
     as_tagger,
+    vader_pieces,
 )
 
 
@@ -47,6 +49,58 @@ def test_lexicon_rules_on_hand_checked_sentences():
             "mostly worked; however, the replication lag (unexpectedly) grew, therefore "
             "we paused it while investigating whether the indexes were consistent")
     assert t.tag(long)[2] >= 0.4 + 0.3 - 1e-9
+
+
+def test_vader_pieces_by_hand():
+    # at most `limit` words: the text itself, untouched (spacing and newlines kept)
+    assert vader_pieces("Fine.\n  Really fine!", 3) == ["Fine.\n  Really fine!"]
+    # sentences packed in order while they fit; a sentence never split when it fits alone
+    text = "One two. Three four five. Six! Seven eight nine ten eleven twelve"
+    assert vader_pieces(text, 5) == ["One two. Three four five.", "Six!",
+                                     "Seven eight nine ten eleven", "twelve"]
+    # line breaks end a sentence too; every word kept once, in order
+    text = "first line here\nsecond line here\nthird"
+    assert vader_pieces(text, 4) == ["first line here", "second line here third"]
+    for limit in (1, 2, 3, 7):
+        pieces = vader_pieces(text * 3, limit)
+        assert all(len(p.split()) <= limit for p in pieces)
+        assert " ".join(pieces).split() == (text * 3).split()
+
+
+def test_long_text_valence_is_the_word_weighted_mean_of_its_pieces():
+    whole = LexiconAffectTagger(piece_words=10**6)
+    t = LexiconAffectTagger(piece_words=6)
+    # pieces: "I love this wonderful sunny day." (6 words), "The meeting was awful." (4)
+    text = "I love this wonderful sunny day. The meeting was awful."
+    a, b = _compound("I love this wonderful sunny day."), _compound("The meeting was awful.")
+    assert a > 0.5 and b < -0.4
+    assert t.compound(text) == pytest.approx((6 * a + 4 * b) / 10)
+    v, arousal, _ = t.tag(text)
+    assert v == pytest.approx((6 * a + 4 * b) / 10)
+    assert arousal == pytest.approx(0.5 * abs(v))  # no "!", capitals or urgency word
+    # a text within the limit is scored whole, exactly as VADER scores it
+    assert whole.compound(text) == pytest.approx(_compound(text))
+    assert LexiconAffectTagger().compound(text) == pytest.approx(_compound(text))
+    # the default: 64 words
+    assert PIECE_WORDS == 64 and LexiconAffectTagger().piece_words == 64
+
+
+def test_vader_reads_no_piece_longer_than_the_limit():
+    # what bounds the cost: VADER is never handed more than piece_words words at once
+    t = LexiconAffectTagger(piece_words=16)
+    seen = []
+    inner = t._vader.polarity_scores
+    t._vader.polarity_scores = lambda text: seen.append(text) or inner(text)
+    long = "This is great, I am so happy with the result. " * 40 + "word " * 50
+    t.tag(long)
+    assert seen and max(len(p.split()) for p in seen) <= 16
+    assert sum(len(p.split()) for p in seen) == len(long.split())
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "64", None])
+def test_piece_words_must_be_a_positive_int(bad):
+    with pytest.raises(InvalidInputError, match="piece_words"):
+        LexiconAffectTagger(piece_words=bad)
 
 
 def test_as_tagger_and_affect_tag():

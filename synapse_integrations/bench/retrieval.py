@@ -642,7 +642,7 @@ def run_longmemeval(
                                    {"sessions": q.answer_session_ids,
                                     "session_of": q.session_of, "newest": _newest(q)}),))
         for q in ds.questions]
-    bar = progress(total=len(memories), desc="questions") if progress else None
+    bar = progress(total=len(memories), desc="questions", unit="question") if progress else None
     try:
         state = run_memories(memories, methods=methods, ks=ks, embedder=emb,
                              base_config=base_config,

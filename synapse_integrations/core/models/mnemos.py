@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..graph import Compiled as GraphView
 
 __all__ = [
+    "PIECE_WORDS",
     "STATE_MAX_DISTANCE",
     "AffectTagger",
     "LLMAffectTagger",
@@ -59,6 +60,7 @@ __all__ = [
     "affective_score",
     "affect_tag",
     "as_tagger",
+    "vader_pieces",
     "bfs_energy",
     "bfs_energy_reference",
     "cosine_graph",
@@ -245,11 +247,50 @@ _SUBORDINATORS = frozenset("""because although though however whereas therefore 
     while whether which since if moreover furthermore consequently""".split())
 
 
+#: Words VADER scores in one piece (see :class:`LexiconAffectTagger`): 99% of LoCoMo's turns
+#: are shorter (16 of 2,760 dev turns are longer), so they are scored whole.
+PIECE_WORDS = 64
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def vader_pieces(text: str, limit: int) -> list[str]:
+    """``text`` itself when it has at most ``limit`` words (split on whitespace, as VADER
+    splits), else its sentences packed in order into pieces of at most ``limit`` words,
+    a sentence longer than that cut every ``limit`` words (words joined by one space).
+
+    >>> vader_pieces("Short one. Fine!", 8)
+    ['Short one. Fine!']
+    >>> vader_pieces("One two three. Four five! Six seven eight nine ten", 4)
+    ['One two three.', 'Four five!', 'Six seven eight nine', 'ten']
+    """
+    if len(text.split()) <= limit:
+        return [text]
+    pieces: list[str] = []
+    current: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        words = sentence.split()
+        if current and len(current) + len(words) > limit:
+            pieces.append(" ".join(current))
+            current = []
+        while len(words) > limit:
+            pieces.append(" ".join(words[:limit]))
+            words = words[limit:]
+        current.extend(words)
+    if current:
+        pieces.append(" ".join(current))
+    return pieces
+
+
 class LexiconAffectTagger:
     """Offline tagger: VADER (``vaderSentiment``) for valence, documented rules for arousal
     and complexity.
 
-    - valence: VADER's compound score, in [-1, 1].
+    - valence: VADER's compound score, in [-1, 1]. VADER is built for short text (its
+      cost grows with the square of a text's length): a text of more than ``piece_words``
+      words is scored in pieces of whole sentences of at most ``piece_words`` words (a
+      longer sentence cut every ``piece_words`` words), and valence is the pieces'
+      compound scores averaged by their word counts (VADER's own advice for paragraphs
+      is to average its sentences' scores).
     - arousal: ``0.5 * |compound|`` (emotional intensity) ``+ 0.2 * min(#'!', 2) / 2``
       ``+ 0.1`` if a word of 2+ letters is written in capitals (``ASAP``, not ``I``)
       ``+ 0.2`` if an urgency word occurs (urgent, asap, broken, crash, help, ...),
@@ -267,7 +308,9 @@ class LexiconAffectTagger:
     (True, True)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, piece_words: int = PIECE_WORDS) -> None:
+        if isinstance(piece_words, bool) or not isinstance(piece_words, int) or piece_words < 1:
+            raise InvalidInputError(f"piece_words must be a positive int, got {piece_words!r}")
         try:
             from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
         except ImportError as exc:  # pragma: no cover - it is a dependency
@@ -275,6 +318,24 @@ class LexiconAffectTagger:
                 "the offline affect tagger needs vaderSentiment: pip install vaderSentiment"
             ) from exc
         self._vader = SentimentIntensityAnalyzer()
+        self.piece_words = piece_words
+
+    def compound(self, text: str) -> float:
+        """VADER's compound score of ``text``: whole when it has at most ``piece_words``
+        words, else the word-weighted mean over :func:`vader_pieces`.
+
+        >>> t = LexiconAffectTagger(piece_words=4)   # two pieces of three words each
+        >>> love, hate = t.compound("I love it."), t.compound("I hate it.")
+        >>> round(love, 4), round(hate, 4), round(t.compound("I love it. I hate it."), 4)
+        (0.6369, -0.5719, 0.0325)
+        """
+        pieces = vader_pieces(text, self.piece_words)
+        if len(pieces) == 1:
+            return float(self._vader.polarity_scores(pieces[0])["compound"])
+        sizes = [len(p.split()) for p in pieces]
+        total = sum(float(self._vader.polarity_scores(p)["compound"]) * n
+                    for p, n in zip(pieces, sizes))
+        return total / sum(sizes)
 
     def tag(self, text: str) -> tuple[float, float, float]:
         if not isinstance(text, str):
@@ -282,7 +343,7 @@ class LexiconAffectTagger:
         words = _WORD.findall(text)
         if not words:
             return (0.0, 0.0, 0.0)
-        compound = float(self._vader.polarity_scores(text)["compound"])
+        compound = self.compound(text)
         lower = [w.lower() for w in words]
         caps = any(len(w) >= 2 and w.isupper() for w in words)
         arousal = (0.5 * abs(compound) + 0.2 * min(text.count("!"), 2) / 2
