@@ -22,8 +22,9 @@ normalised). Cosine structure is realistic enough for the indexes and the graph,
 every run says ``"synthetic": true``. The real all-MiniLM-L6-v2 model is measured
 separately, once per invocation, and the same numbers are reported in every run:
 ``ingest_turns_per_s`` (a fixed sample of synthetic turns, batched ``add_turns`` into a
-fresh memory, consolidation included) and ``embed_query_ms`` (one query text at a time,
-median). ``consolidate_ms_per_window`` is timed on the size-``N`` memory itself: the mean of
+fresh memory, consolidation included), ``embed_query_ms`` (one query text at a time,
+median) and ``retrieve_text_ms`` (``retrieve(text)`` on that sample memory, embedding
+included, p50/p95). ``consolidate_ms_per_window`` is timed on the size-``N`` memory itself: the mean of
 the consolidation windows during the last tenth of its build.
 
 The archive check (``archive_at``): a memory of ``N`` turns is built, its oldest 90% of
@@ -406,7 +407,10 @@ def measure_real_model(embedder: Any | None = None, *, sample: int = 512, batch:
     ``ingest_turns_per_s``: ``sample`` synthetic turns written with ``add_turns`` in
     batches of ``batch`` into a fresh memory (embedding, Chroma, graph and consolidation
     with the offline extractor, concept names embedded by the model too).
-    ``embed_query_ms``: median time to embed one question text.
+    ``embed_query_ms``: median time to embed one question text, the questions back to back.
+    ``retrieve_text_ms``: p50/p95 of ``retrieve(text)`` on that memory, the question's
+    embedding included, one question after another: what an agent waits for (the
+    encoder's and numpy's threads take turns here, see ``core/threads.py``).
     """
     from ..core.engine import Synapse
     from ..embeddings import as_embedder
@@ -416,21 +420,29 @@ def measure_real_model(embedder: Any | None = None, *, sample: int = 512, batch:
     turns = synthetic_turns(sample, seed=seed)
     mem = Synapse(None, namespace="perf-ingest", config=config or SynapseConfig(), embedder=emb,
                   snapshot_every=10**9)
+    questions = synthetic_queries(queries, seed=seed)
     try:
         t0 = time.perf_counter()
         for s in range(0, len(turns), batch):
             mem.add_turns(turns[s:s + batch])
         mem.consolidate()
         ingest_s = time.perf_counter() - t0
+        mem.retrieve(questions[0])  # the first query after the writes builds derived state
+        asked = []
+        for text in questions:
+            t0 = time.perf_counter()
+            mem.retrieve(text)
+            asked.append((time.perf_counter() - t0) * 1000.0)
     finally:
         mem.close()
     times = []
-    for text in synthetic_queries(queries, seed=seed):
+    for text in questions:
         t0 = time.perf_counter()
         emb.embed_query(text)
         times.append((time.perf_counter() - t0) * 1000.0)
     return {"ingest_turns_per_s": round(len(turns) / ingest_s, 2) if turns else 0.0,
-            "embed_query_ms": round(float(np.median(times)), 4)}
+            "embed_query_ms": round(float(np.median(times)), 4),
+            "retrieve_text_ms": _p(asked)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -475,7 +487,8 @@ def run_perf(
     say(f"real model: ingesting {ingest_sample} turns (batches of 64), timing query embeddings")
     real = measure_real_model(real_embedder, sample=ingest_sample, config=cfg)
     say(f"real model: {real['ingest_turns_per_s']:.1f} turns/s ingest, "
-        f"{real['embed_query_ms']:.2f} ms per query embedding")
+        f"{real['embed_query_ms']:.2f} ms per query embedding, retrieve(text) p50 "
+        f"{real['retrieve_text_ms']['p50']:.2f} ms")
 
     embedder = HashingEmbedder(cfg.embedding_dim)
     texts = synthetic_queries(queries, seed=seed)
@@ -505,6 +518,7 @@ def run_perf(
                 "ingest_turns_per_s": real["ingest_turns_per_s"],
                 "consolidate_ms_per_window": round(float(np.mean(windows)), 4) if windows else 0.0,
                 "embed_query_ms": real["embed_query_ms"],
+                "retrieve_text_ms": real["retrieve_text_ms"],
                 "peak_rss_mb": round(peak_rss_mb(), 1),
             }
             run["ratio_with_query_embedding_p50"] = with_embedding(run)
@@ -661,6 +675,10 @@ def format_perf_table(results: dict[str, Any]) -> str:
         lines.append(f"real model (all-MiniLM-L6-v2): ingest {runs[0]['ingest_turns_per_s']:.1f} "
                      f"turns/s (batched, fixed sample), query embedding "
                      f"{runs[0]['embed_query_ms']:.2f} ms")
+        if "retrieve_text_ms" in runs[0]:  # perf.json files before 2026-11-29 lack it
+            rt = runs[0]["retrieve_text_ms"]
+            lines.append("real model: retrieve(text) on the ingested sample, embedding included: "
+                         f"{rt['p50']:.2f}/{rt['p95']:.2f} ms p50/p95")
         ratios = [(r["nodes"], with_embedding(r)) for r in runs]
         both = [f"{n}: {x}x" for n, x in ratios if x]
         if both:

@@ -58,7 +58,7 @@ from ..storage.journal import ForgetJournal
 from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
 from ..types import ConsistencyReport, ConsolidationReport, FeedbackReport, RetrievalResult
-from . import consistency, feedback as usage, forgetting
+from . import consistency, feedback as usage, forgetting, threads
 from .consolidation import Consolidator, NameVectors
 from .events import EventBus
 from .extraction import OfflineExtractor
@@ -275,6 +275,12 @@ class Synapse(AsyncTwins):
             self._claim.release()
             self._dirlock.release()
 
+    @contextmanager
+    def _working(self) -> Iterator[None]:
+        """The lock, numpy's BLAS kept off the encoder's cores (:mod:`.threads`)."""
+        with self._lock, threads.engine_blas():
+            yield
+
     def _wait_for_writers(self) -> None:
         """(lock held) Let an ``add_turns`` of another thread finish its batch: it releases
         the lock between chunks, and a close in between would cut it."""
@@ -377,7 +383,7 @@ class Synapse(AsyncTwins):
     def _write_chunk(self, rows: list[dict[str, Any]], embs: np.ndarray,
                      cancel: threading.Event | None) -> list[str] | None:
         """One hold of the lock: store ``rows`` and consolidate (None when cancelled)."""
-        with self._lock:
+        with self._working():
             if cancel is not None and cancel.is_set():
                 return None
             state = self._open_state()
@@ -415,7 +421,7 @@ class Synapse(AsyncTwins):
         """
         if not isinstance(keep_history, bool):
             raise InvalidTypeError("keep_history must be a bool")
-        with self._lock:
+        with self._working():
             state = self._open_state()
             old = state.node(node_id)  # NodeNotFoundError for an unknown or archived id
             if old["kind"] != "episode":
@@ -438,7 +444,7 @@ class Synapse(AsyncTwins):
     # ------------------------------------------------------------------------------------
     def consolidate(self) -> ConsolidationReport:
         """Consolidate every pending turn now (in windows of ``consolidation_interval``)."""
-        with self._lock:
+        with self._working():
             self._open_state()
             windows = self._ingestor.consolidate_pending()
             self._after_windows()
@@ -451,7 +457,7 @@ class Synapse(AsyncTwins):
     def sleep(self) -> SleepReport:
         """Consolidate the episodes stored since the last sleep into semantic facts, linked
         to their sources (:mod:`.sleep`; ``sleep_auto`` runs it on its own)."""
-        with self._lock:
+        with self._working():
             self._open_state()
             report = self._ingestor.sleep()
             self._after_windows()
@@ -462,7 +468,7 @@ class Synapse(AsyncTwins):
     # ------------------------------------------------------------------------------------
     def archive(self, ids: Sequence[str]) -> list[str]:
         """Move nodes out of the active graph by hand (restorable with :meth:`restore`)."""
-        with self._lock:
+        with self._working():
             state = self._open_state()
             missing = [i for i in ids if i not in state]
             if missing:
@@ -481,7 +487,7 @@ class Synapse(AsyncTwins):
         """Bring archived nodes back into the active graph."""
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
             raise InvalidTypeError("restore() takes a list of ids, not a single str")
-        with self._lock:
+        with self._working():
             restored = self._open_state().restore(list(ids), self._embedder)
             self._after_windows()
             return restored
@@ -545,7 +551,7 @@ class Synapse(AsyncTwins):
         cfg = config or self.config
         k = cfg.top_k if k is None else k
         kinds, flt = _scope or scope_of(kinds, speakers, since, until, where)
-        with self._lock:
+        with self._working():
             state = self._open_state()
             self._sync(best_effort=True)
             dim = state.graph.dim
@@ -564,7 +570,7 @@ class Synapse(AsyncTwins):
         """Learn which memories an answer to ``query`` used and which not (Evermind's learned
         edge weights on the model's graph: :mod:`.feedback`). Durable with the next snapshot."""
         asked = usage.prepare(query, used_ids, unused_ids, alpha, config, self._embedder)
-        with self._lock:
+        with self._working():
             return usage.learn(self._open_state(), self._retriever, *asked, config or self.config)
 
     def search_vectors(self, q: np.ndarray, k: int, *, kind: str | None = None
@@ -610,7 +616,7 @@ class Synapse(AsyncTwins):
         engine and every later open, older snapshots are deleted and (embedded Chroma) the
         text is scrubbed from Chroma's files. Crash-safe: an interrupted forget is
         finished on the next open. Returns the removed ids (see docs/safety.md)."""
-        with self._lock:
+        with self._working():
             state = self._open_state()
             self._sync()
             doomed = forgetting.select(state, ids, speaker=speaker, since=since, until=until,
@@ -637,7 +643,7 @@ class Synapse(AsyncTwins):
         >>> mem.verify().ok                                      # doctest: +SKIP
         True
         """
-        with self._lock:
+        with self._working():
             return consistency.verify(self._open_state())
 
     def repair(self) -> ConsistencyReport:
@@ -646,7 +652,7 @@ class Synapse(AsyncTwins):
         concept vectors are removed, misplaced archive vectors are moved, derived indexes
         are rebuilt. Everything done is logged and listed in ``report.actions``; the
         graph (the snapshot) is the record, Chroma's episodes are never dropped."""
-        with self._lock:
+        with self._working():
             state = self._open_state()
             self._sync()
             fixed, attached, dropped = consistency.repair(state, self._embedder)

