@@ -123,3 +123,31 @@ def test_the_engine_writes_and_retrieves_under_the_limit(three_threads, monkeypa
         assert set(blas_counts()) == {3}
     finally:
         mem.close()
+
+
+def test_a_failing_blas_library_never_fails_the_operation(three_threads, monkeypatch):
+    def broken():
+        raise RuntimeError("no BLAS here")
+
+    monkeypatch.setattr(threads, "_get_controller", broken)
+    ran = []
+    with threads.engine_blas():
+        ran.append(blas_counts())
+    assert ran == [[3] * len(ran[0])]
+    assert set(blas_counts()) == {3}
+
+
+def test_a_server_process_limits_blas_for_good_from_its_main_thread(three_threads):
+    got = []
+    t = threading.Thread(target=lambda: got.append(threads.limit_process()))
+    t.start()
+    t.join(10)
+    assert got == [False] and set(blas_counts()) == {3}  # not from a worker thread
+    threads.set_blas_threads(None)
+    assert threads.limit_process() is False and set(blas_counts()) == {3}
+    threads.set_blas_threads(1)
+    assert threads.limit_process() is True
+    assert set(blas_counts()) == {1}
+    with threads.engine_blas():  # an operation inside it restores the limited setting
+        pass
+    assert set(blas_counts()) == {1}

@@ -22,10 +22,11 @@ normalised). Cosine structure is realistic enough for the indexes and the graph,
 every run says ``"synthetic": true``. The real all-MiniLM-L6-v2 model is measured
 separately, once per invocation, and the same numbers are reported in every run:
 ``ingest_turns_per_s`` (a fixed sample of synthetic turns, batched ``add_turns`` into a
-fresh memory, consolidation included), ``embed_query_ms`` (one query text at a time,
-median) and ``retrieve_text_ms`` (``retrieve(text)`` on that sample memory, embedding
-included, p50/p95). ``consolidate_ms_per_window`` is timed on the size-``N`` memory itself: the mean of
-the consolidation windows during the last tenth of its build.
+fresh memory, consolidation included) and ``embed_query_ms`` (one query text at a time,
+median). ``retrieve_text_ms`` and ``dense_text_ms`` (p50/p95 at each size) time what a
+caller waits for: the real model embeds each question, then the memory answers it.
+``consolidate_ms_per_window`` is timed on the size-``N`` memory itself: the mean of the
+consolidation windows during the last tenth of its build.
 
 The archive check (``archive_at``): a memory of ``N`` turns is built, its oldest 90% of
 episodes (and the concepts they alone support) are archived, and its retrieval is timed,
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import random
 import resource
 import sys
 import time
@@ -58,6 +58,7 @@ from ..embeddings import HashingEmbedder
 from ..errors import InvalidInputError
 from ..types import VectorWrite, WindowReport
 from .metrics import percentiles
+from .synthetic import speaker_queries, synthetic_queries, synthetic_turns
 
 __all__ = [
     "HashingEmbedder",
@@ -71,131 +72,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-# --------------------------------------------------------------------------------------------
-# synthetic conversations
-# --------------------------------------------------------------------------------------------
-_SYLLABLES = ("ka", "lo", "mi", "ren", "sa", "do", "vi", "ta", "nor", "el", "ber", "an", "jo",
-              "ris", "ma", "lu", "de", "fen", "ga", "ty")
-_PLACE_SUFFIX = ("ville", "ton", " Bay", " Park", "burg", " Lake", " Hills", "field")
-_TOPICS = (
-    "ski trip", "pottery class", "vet school", "marathon", "book club", "garden", "guitar",
-    "painting", "camping", "job interview", "promotion", "wedding", "birthday party", "puppy",
-    "cat", "new apartment", "road trip", "cooking class", "yoga", "swimming", "chess",
-    "photography", "concert", "museum", "hiking", "volunteering", "charity run", "startup",
-    "exam", "thesis", "piano", "dance class", "bakery", "podcast", "novel", "surfing",
-    "climbing", "soccer game", "art show", "family dinner", "vacation", "flight", "camera",
-    "bike", "car repair", "doctor visit", "therapy", "meditation", "recipe", "festival",
-)
-_ACTIVITIES = ("went", "planned", "talked about", "finished", "started", "cancelled",
-               "loved", "worried about", "signed up for", "remembered")
-_WHEN = ("yesterday", "last week", "last weekend", "this morning", "two days ago",
-         "last month", "on Friday", "over the summer")
-_TEMPLATES = (
-    "I {act} the {topic} with {person} in {place} {when}.",
-    "{person} told me about the {topic} {when}, it was in {place}.",
-    "Did you hear that {person} {act} the {topic}?",
-    "We {act} the {topic} {when}; {person} and {person2} came along.",
-    "My {topic} in {place} was amazing, {person} took photos.",
-    "{person} is thinking about a {topic} near {place}.",
-    "Honestly the {topic} made me think of {person} and our time in {place}.",
-    "How is {person} doing after the {topic}?",
-    "I {act} my {topic} and {topic2} {when}.",
-    "{person2} recommended a {topic} in {place} to {person}.",
-)
-_QUESTION_TEMPLATES = (
-    "What did {person} do in {place}?",
-    "When did {person} go to the {topic}?",
-    "Who came to the {topic} with {person}?",
-    "What does {person} think about {topic}?",
-    "Where was the {topic}?",
-    "What happened {when} with {person}?",
-)
-
-
-#: Questions that name one of the conversations' speakers, as most questions of a
-#: conversation's memory do; the gate's checks then read whom each turn is about. One asks
-#: a detail never said (the gate's presence check reads the evidence found by meaning).
-_SPEAKER_TEMPLATES = (
-    "What did {speaker} say about the {topic}?",
-    "When did {speaker} go to {place}?",
-    "Who did {speaker} meet at the {topic}?",
-    "What is the name of {speaker}'s {pet}?",
-)
-_PETS = ("goldfish", "tortoise", "hamster", "parrot")
-
-
-def _name(rng: random.Random, parts: int) -> str:
-    return "".join(rng.choice(_SYLLABLES) for _ in range(parts)).capitalize()
-
-
-def _vocab(seed: int) -> dict[str, list[str]]:
-    rng = random.Random(seed)
-    people = sorted({_name(rng, rng.choice((2, 3))) for _ in range(400)})
-    places = sorted({_name(rng, 2) + rng.choice(_PLACE_SUFFIX) for _ in range(150)})
-    speakers = people[:40]
-    return {"people": people[40:], "places": places, "speakers": speakers}
-
-
-def synthetic_turns(n: int, *, seed: int = 0, session_len: int = 20,
-                    start_ts: float = 1_600_000_000.0) -> list[dict[str, Any]]:
-    """``n`` conversation-like turns (``{"text", "speaker", "timestamp", "id"}``).
-
-    Sessions of ``session_len`` turns between two of 40 recurring speakers, one day apart,
-    two minutes between turns; texts mention recurring people, places and topics, so the
-    offline extractor finds concepts that recur across sessions. Deterministic in ``seed``.
-
-    >>> t = synthetic_turns(3, seed=1)
-    >>> len(t), t[0]["id"], t[0]["text"].startswith(t[0]["speaker"] + ": ")
-    (3, 'syn-0', True)
-    """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise InvalidInputError(f"n must be an int >= 0, got {n!r}")
-    voc = _vocab(seed)
-    rng = random.Random(seed + 1)
-    # a Zipf-like preference: a few people, places and topics come up again and again
-    people_w = [1.0 / (r + 1) ** 0.8 for r in range(len(voc["people"]))]
-    place_w = [1.0 / (r + 1) ** 0.8 for r in range(len(voc["places"]))]
-    out = []
-    pair: tuple[str, str] = ("", "")
-    for i in range(n):
-        session, pos = divmod(i, session_len)
-        if pos == 0:
-            pair = tuple(rng.sample(voc["speakers"], 2))  # type: ignore[assignment]
-        speaker = pair[pos % 2]
-        person, person2 = rng.choices(voc["people"], weights=people_w, k=2)
-        text = rng.choice(_TEMPLATES).format(
-            act=rng.choice(_ACTIVITIES), topic=rng.choice(_TOPICS), topic2=rng.choice(_TOPICS),
-            person=person, person2=person2,
-            place=rng.choices(voc["places"], weights=place_w)[0], when=rng.choice(_WHEN))
-        out.append({"text": f"{speaker}: {text}", "speaker": speaker,
-                    "timestamp": start_ts + session * 86_400.0 + pos * 120.0, "id": f"syn-{i}"})
-    return out
-
-
-def synthetic_queries(n: int, *, seed: int = 0) -> list[str]:
-    """``n`` questions about the people, places and topics of :func:`synthetic_turns`."""
-    voc = _vocab(seed)
-    rng = random.Random(seed + 7)
-    return [rng.choice(_QUESTION_TEMPLATES).format(
-        person=rng.choice(voc["people"][:120]), place=rng.choice(voc["places"][:60]),
-        topic=rng.choice(_TOPICS), when=rng.choice(_WHEN)) for _ in range(n)]
-
-
-def speaker_queries(n: int, *, seed: int = 0) -> list[str]:
-    """``n`` questions naming one of the recurring speakers of :func:`synthetic_turns`
-    (each speaker in turn), a quarter of them about a pet nobody mentions.
-
-    >>> qs = speaker_queries(4, seed=1)
-    >>> len(qs), qs[3].startswith("What is the name of "), qs == speaker_queries(4, seed=1)
-    (4, True, True)
-    """
-    voc = _vocab(seed)
-    rng = random.Random(seed + 11)
-    return [_SPEAKER_TEMPLATES[i % len(_SPEAKER_TEMPLATES)].format(
-        speaker=voc["speakers"][i % len(voc["speakers"])], topic=rng.choice(_TOPICS),
-        place=rng.choice(voc["places"][:60]), pet=rng.choice(_PETS)) for i in range(n)]
-
 
 # --------------------------------------------------------------------------------------------
 # measurement helpers
@@ -328,6 +204,27 @@ def _time_queries(mem: Any, probes: list[_Probe], k: int) -> dict[str, list[floa
     return out
 
 
+def _time_with_encoder(mem: Any, probes: list[_Probe], k: int, encoder: Any
+                       ) -> tuple[list[float], list[float]]:
+    """What a caller of ``retrieve(text)`` and of a dense ``similarity_search(text)`` waits
+    for, one question after another: the real encoder embeds the question, then the
+    memory answers it (with the probe's synthetic vector, as the memory's own vectors
+    are synthetic). The encoder's threads and numpy's take turns here
+    (``core/threads.py``), which timing each part alone does not show."""
+    retrieve, dense = [], []
+    for p in probes:
+        t0 = time.perf_counter()
+        encoder.embed_query(p.text)
+        mem.retrieve_by_vector(p.text, p.q, k=k)
+        t1 = time.perf_counter()
+        encoder.embed_query(p.text)
+        mem.search_vectors(p.q, k)
+        t2 = time.perf_counter()
+        retrieve.append((t1 - t0) * 1000.0)
+        dense.append((t2 - t1) * 1000.0)
+    return retrieve, dense
+
+
 def _time_named(mem: Any, texts: Sequence[str], vectors: np.ndarray, k: int
                 ) -> tuple[list[float], list[float]]:
     """Each question naming a speaker asked once (the first ask works out whom the turns
@@ -408,9 +305,6 @@ def measure_real_model(embedder: Any | None = None, *, sample: int = 512, batch:
     batches of ``batch`` into a fresh memory (embedding, Chroma, graph and consolidation
     with the offline extractor, concept names embedded by the model too).
     ``embed_query_ms``: median time to embed one question text, the questions back to back.
-    ``retrieve_text_ms``: p50/p95 of ``retrieve(text)`` on that memory, the question's
-    embedding included, one question after another: what an agent waits for (the
-    encoder's and numpy's threads take turns here, see ``core/threads.py``).
     """
     from ..core.engine import Synapse
     from ..embeddings import as_embedder
@@ -420,29 +314,21 @@ def measure_real_model(embedder: Any | None = None, *, sample: int = 512, batch:
     turns = synthetic_turns(sample, seed=seed)
     mem = Synapse(None, namespace="perf-ingest", config=config or SynapseConfig(), embedder=emb,
                   snapshot_every=10**9)
-    questions = synthetic_queries(queries, seed=seed)
     try:
         t0 = time.perf_counter()
         for s in range(0, len(turns), batch):
             mem.add_turns(turns[s:s + batch])
         mem.consolidate()
         ingest_s = time.perf_counter() - t0
-        mem.retrieve(questions[0])  # the first query after the writes builds derived state
-        asked = []
-        for text in questions:
-            t0 = time.perf_counter()
-            mem.retrieve(text)
-            asked.append((time.perf_counter() - t0) * 1000.0)
     finally:
         mem.close()
     times = []
-    for text in questions:
+    for text in synthetic_queries(queries, seed=seed):
         t0 = time.perf_counter()
         emb.embed_query(text)
         times.append((time.perf_counter() - t0) * 1000.0)
     return {"ingest_turns_per_s": round(len(turns) / ingest_s, 2) if turns else 0.0,
-            "embed_query_ms": round(float(np.median(times)), 4),
-            "retrieve_text_ms": _p(asked)}
+            "embed_query_ms": round(float(np.median(times)), 4)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -470,8 +356,10 @@ def run_perf(
     against a fresh memory of the same active turns. ``progress`` is called like
     ``tqdm(total=..., desc=...)``. ``log`` receives one line per finished stage.
     ``real_embedder`` (default: the packaged MiniLM) is used only for
-    ``ingest_turns_per_s`` and ``embed_query_ms``. ``models``: retrieval models also timed
-    on each memory (:func:`time_models`; each run then has a ``"models"`` entry).
+    ``ingest_turns_per_s``, ``embed_query_ms`` and to embed each question before it is
+    asked in ``retrieve_text_ms`` / ``dense_text_ms`` (:func:`_time_with_encoder`).
+    ``models``: retrieval models also timed on each memory (:func:`time_models`; each run
+    then has a ``"models"`` entry).
     """
     sizes = [int(n) for n in nodes]
     if not sizes or any(isinstance(n, bool) or n < 1 for n in sizes):
@@ -485,10 +373,12 @@ def run_perf(
     k = cfg.top_k
 
     say(f"real model: ingesting {ingest_sample} turns (batches of 64), timing query embeddings")
-    real = measure_real_model(real_embedder, sample=ingest_sample, config=cfg)
+    from ..embeddings import as_embedder
+
+    encoder = as_embedder(real_embedder)
+    real = measure_real_model(encoder, sample=ingest_sample, config=cfg)
     say(f"real model: {real['ingest_turns_per_s']:.1f} turns/s ingest, "
-        f"{real['embed_query_ms']:.2f} ms per query embedding, retrieve(text) p50 "
-        f"{real['retrieve_text_ms']['p50']:.2f} ms")
+        f"{real['embed_query_ms']:.2f} ms per query embedding")
 
     embedder = HashingEmbedder(cfg.embedding_dim)
     texts = synthetic_queries(queries, seed=seed)
@@ -505,6 +395,8 @@ def run_perf(
             st = mem.stats()
             t = _time_queries(mem, _probes(mem, texts, qvecs), k)
             first_named, named_again = _time_named(mem, named, nvecs, k)
+            with_text, dense_text = _time_with_encoder(mem, _probes(mem, texts, qvecs), k,
+                                                       encoder)
             run = {
                 "nodes": n,
                 "edges": int(st["edges"]),
@@ -518,7 +410,8 @@ def run_perf(
                 "ingest_turns_per_s": real["ingest_turns_per_s"],
                 "consolidate_ms_per_window": round(float(np.mean(windows)), 4) if windows else 0.0,
                 "embed_query_ms": real["embed_query_ms"],
-                "retrieve_text_ms": real["retrieve_text_ms"],
+                "retrieve_text_ms": _p(with_text),
+                "dense_text_ms": _p(dense_text),
                 "peak_rss_mb": round(peak_rss_mb(), 1),
             }
             run["ratio_with_query_embedding_p50"] = with_embedding(run)
@@ -675,10 +568,12 @@ def format_perf_table(results: dict[str, Any]) -> str:
         lines.append(f"real model (all-MiniLM-L6-v2): ingest {runs[0]['ingest_turns_per_s']:.1f} "
                      f"turns/s (batched, fixed sample), query embedding "
                      f"{runs[0]['embed_query_ms']:.2f} ms")
-        if "retrieve_text_ms" in runs[0]:  # perf.json files before 2026-11-29 lack it
-            rt = runs[0]["retrieve_text_ms"]
-            lines.append("real model: retrieve(text) on the ingested sample, embedding included: "
-                         f"{rt['p50']:.2f}/{rt['p95']:.2f} ms p50/p95")
+        for r in runs:
+            if "retrieve_text_ms" in r:  # perf.json files before 2026-11-29 lack them
+                rt, dt = r["retrieve_text_ms"], r["dense_text_ms"]
+                lines.append(f"{r['nodes']:>8} with the encoder before each query: retrieve "
+                             f"{rt['p50']:.2f}/{rt['p95']:.2f} ms, dense-only {dt['p50']:.2f}/"
+                             f"{dt['p95']:.2f} ms, ratio {rt['p50'] / dt['p50']:.2f}")
         ratios = [(r["nodes"], with_embedding(r)) for r in runs]
         both = [f"{n}: {x}x" for n, x in ratios if x]
         if both:

@@ -24,8 +24,8 @@ What this module does:
   thread (measured: a worker thread's limit neither showed nor slowed a product). So an
   operation run from a worker thread (the async twins, a server's thread pool) changes
   nothing, and never leaves the process limited. A process that serves from worker
-  threads can limit BLAS once from its main thread at start-up
-  (``threadpoolctl.threadpool_limits(1, user_api="blas")``).
+  threads limits BLAS once, from its main thread, with :func:`limit_process` (``synapse
+  serve`` does).
 - :func:`wide` lifts the limit for one product over at least :data:`WIDE_ROWS` rows, where
   a second thread saves more than the spinning costs (at 157,000 x 384: 11.1 ms on one
   thread, 5.3-6.2 on two).
@@ -42,6 +42,7 @@ The encoder's own threads (PyTorch's OpenMP) are never limited.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,7 +50,10 @@ from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["WIDE_ROWS", "blas_threads", "engine_blas", "set_blas_threads", "wide"]
+__all__ = ["WIDE_ROWS", "blas_threads", "engine_blas", "limit_process", "set_blas_threads",
+           "wide"]
+
+logger = logging.getLogger(__name__)
 
 #: Rows from which a product runs on all the process's BLAS threads (see :func:`wide`).
 WIDE_ROWS = 65_536
@@ -96,8 +100,12 @@ def engine_blas() -> Iterator[None]:
         return
     depth = getattr(_local, "depth", 0)
     if depth == 0:
-        _local.limiter = (None if _limit is None
-                          else _get_controller().limit(limits=_limit, user_api="blas"))
+        _local.limiter = None
+        if _limit is not None:
+            try:
+                _local.limiter = _get_controller().limit(limits=_limit, user_api="blas")
+            except Exception as exc:  # a speed setting never fails the operation
+                logger.debug("BLAS threads not limited: %s", exc)
     _local.depth = depth + 1
     try:
         yield
@@ -106,6 +114,21 @@ def engine_blas() -> Iterator[None]:
         if depth == 0 and _local.limiter is not None:
             _local.limiter.restore_original_limits()
             _local.limiter = None
+
+
+def limit_process() -> bool:
+    """For a process that runs the engine from worker threads (``synapse serve``): limit
+    BLAS to :func:`blas_threads` for the rest of the process, from the main thread (the
+    only thread whose request OpenBLAS honours). Returns whether a limit was set (not
+    on another thread, with ``None``, or when no BLAS library can be limited)."""
+    if _limit is None or threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        _get_controller().limit(limits=_limit, user_api="blas")  # kept: not restored
+    except Exception as exc:
+        logger.debug("BLAS threads not limited: %s", exc)
+        return False
+    return True
 
 
 @contextmanager

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
+from ..core import threads
 from ..errors import InvalidInputError, SynapseError
 
 __all__ = ["add_commands"]
@@ -372,6 +373,7 @@ def _service(args: argparse.Namespace) -> Any:
         kwargs["client"] = http_client(host, int(port))
     service = MemoryService(args.path, embedder=make_embedder(args.embedder), **kwargs)
     service.embedder.embed_query("warm up")  # load the model before the first request waits on it
+    threads.limit_process()  # requests run on worker threads: numpy's BLAS off the encoder's cores
     return service
 
 
