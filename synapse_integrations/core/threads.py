@@ -9,8 +9,8 @@ concept names took 16.7 ms back to back and 31-43 ms right after one small numpy
 and the query embedding of a ``retrieve()`` right after the previous query's 18 ms instead
 of 9.4. The engine's products are small (a window's names against the concepts, the
 query against a few thousand rows), so one BLAS thread costs them little and spares the
-encoder the spinning: a 10,000-turn memory answered ``retrieve(text)`` (embedding
-included) in 15.7 ms p50 instead of 26.0, and LongMemEval ingestion ran 11% faster.
+encoder the spinning (what that gives ``retrieve(text)``, ingestion and the LongMemEval
+bench: docs/benchmarks.md, "The encoder's cores, long texts, batch size").
 
 What this module does:
 
