@@ -204,21 +204,21 @@ def _time_queries(mem: Any, probes: list[_Probe], k: int) -> dict[str, list[floa
     return out
 
 
-def _time_with_encoder(mem: Any, probes: list[_Probe], k: int, encoder: Any
-                       ) -> tuple[list[float], list[float]]:
+def _time_with_encoder(mem: Any, texts: Sequence[str], vectors: np.ndarray, k: int,
+                       encoder: Any) -> tuple[list[float], list[float]]:
     """What a caller of ``retrieve(text)`` and of a dense ``similarity_search(text)`` waits
     for, one question after another: the real encoder embeds the question, then the
-    memory answers it (with the probe's synthetic vector, as the memory's own vectors
+    memory answers it (with the question's synthetic vector, as the memory's own vectors
     are synthetic). The encoder's threads and numpy's take turns here
     (``core/threads.py``), which timing each part alone does not show."""
     retrieve, dense = [], []
-    for p in probes:
+    for text, q in zip(texts, vectors):
         t0 = time.perf_counter()
-        encoder.embed_query(p.text)
-        mem.retrieve_by_vector(p.text, p.q, k=k)
+        encoder.embed_query(text)
+        mem.retrieve_by_vector(text, q, k=k)
         t1 = time.perf_counter()
-        encoder.embed_query(p.text)
-        mem.search_vectors(p.q, k)
+        encoder.embed_query(text)
+        mem.search_vectors(q, k)
         t2 = time.perf_counter()
         retrieve.append((t1 - t0) * 1000.0)
         dense.append((t2 - t1) * 1000.0)
@@ -395,8 +395,7 @@ def run_perf(
             st = mem.stats()
             t = _time_queries(mem, _probes(mem, texts, qvecs), k)
             first_named, named_again = _time_named(mem, named, nvecs, k)
-            with_text, dense_text = _time_with_encoder(mem, _probes(mem, texts, qvecs), k,
-                                                       encoder)
+            with_text, dense_text = _time_with_encoder(mem, texts, qvecs, k, encoder)
             run = {
                 "nodes": n,
                 "edges": int(st["edges"]),

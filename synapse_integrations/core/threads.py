@@ -91,6 +91,16 @@ def _get_controller() -> Any:
     return _controller
 
 
+def _limited(n: int) -> Any:
+    """threadpoolctl's limiter after limiting BLAS to ``n`` threads (``None`` when no
+    BLAS library could be limited: a speed setting never fails the operation)."""
+    try:
+        return _get_controller().limit(limits=n, user_api="blas")
+    except Exception as exc:
+        logger.debug("BLAS threads not limited: %s", exc)
+        return None
+
+
 @contextmanager
 def engine_blas() -> Iterator[None]:
     """BLAS limited to :func:`blas_threads` while the block runs on the main thread
@@ -100,12 +110,7 @@ def engine_blas() -> Iterator[None]:
         return
     depth = getattr(_local, "depth", 0)
     if depth == 0:
-        _local.limiter = None
-        if _limit is not None:
-            try:
-                _local.limiter = _get_controller().limit(limits=_limit, user_api="blas")
-            except Exception as exc:  # a speed setting never fails the operation
-                logger.debug("BLAS threads not limited: %s", exc)
+        _local.limiter = None if _limit is None else _limited(_limit)
     _local.depth = depth + 1
     try:
         yield
@@ -123,12 +128,7 @@ def limit_process() -> bool:
     on another thread, with ``None``, or when no BLAS library can be limited)."""
     if _limit is None or threading.current_thread() is not threading.main_thread():
         return False
-    try:
-        _get_controller().limit(limits=_limit, user_api="blas")  # kept: not restored
-    except Exception as exc:
-        logger.debug("BLAS threads not limited: %s", exc)
-        return False
-    return True
+    return _limited(_limit) is not None  # kept: never restored
 
 
 @contextmanager

@@ -309,8 +309,9 @@ class LexiconAffectTagger:
     """
 
     def __init__(self, *, piece_words: int = PIECE_WORDS) -> None:
-        if isinstance(piece_words, bool) or not isinstance(piece_words, int) or piece_words < 1:
-            raise InvalidInputError(f"piece_words must be a positive int, got {piece_words!r}")
+        problem = prm.positive_int(piece_words)
+        if problem:
+            raise InvalidInputError(f"piece_words {problem}, got {piece_words!r}")
         try:
             from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
         except ImportError as exc:  # pragma: no cover - it is a dependency
