@@ -1,5 +1,5 @@
 """core/threads.py: numpy's BLAS limited while the engine computes, restored after; the
-limit shared by nested and concurrent operations; large products on every thread."""
+limit shared by nested and concurrent operations; large products split over the cores."""
 
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ def blas_counts() -> list[int]:
 
 
 @pytest.fixture
-def three_threads():
+def three_threads(monkeypatch):
     """The process's own setting: 3 BLAS threads (whatever the machine has)."""
     threads.set_blas_threads(1)
+    monkeypatch.setattr(threads, "_process_limit", None)  # restored after the test
     with threadpool_limits(limits=3, user_api="blas"):
         assert blas_counts() and set(blas_counts()) == {3}
         yield
@@ -77,16 +78,81 @@ def test_none_leaves_blas_alone_and_bad_values_are_refused(three_threads):
     assert threads.blas_threads() == 2
 
 
-def test_wide_products_run_on_the_process_threads(three_threads):
-    with threads.wide(10**9):  # outside an operation: nothing changes
-        assert set(blas_counts()) == {3}
+def blocks_seen(rows: int) -> list[tuple[int, int, str]]:
+    """The blocks :func:`threads.split_rows` hands out for ``rows`` rows, and on which
+    thread each ran."""
+    seen: list[tuple[int, int, str]] = []
+    lock = threading.Lock()
+
+    def compute(a: int, b: int) -> None:
+        with lock:
+            seen.append((a, b, threading.current_thread().name))
+
+    threads.split_rows(rows, compute)
+    return sorted(seen)
+
+
+def test_large_products_are_split_over_the_cores_only_while_blas_is_limited(
+        three_threads, monkeypatch):
+    monkeypatch.setattr(threads, "_cores", lambda: 2)
+    main = threading.current_thread().name
+    n = threads.SPLIT_ROWS
+    # outside an operation BLAS already runs on every core: one block, on the caller
+    assert blocks_seen(10**6) == [(0, 10**6, main)]
     with threads.engine_blas():
-        with threads.wide(threads.WIDE_ROWS - 1):
-            assert set(blas_counts()) == {1}
-        with threads.wide(threads.WIDE_ROWS):
-            assert set(blas_counts()) == {3}
-        assert set(blas_counts()) == {1}
-    assert set(blas_counts()) == {3}
+        assert blocks_seen(n - 1) == [(0, n - 1, main)]  # small: not worth a hop
+        got = blocks_seen(16_500)
+        assert [(a, b) for a, b, _ in got] == [(0, 8192), (8192, 16_500)]
+        assert got[0][2] == main and got[1][2].startswith("synapse-rows")
+        threads.set_blas_threads(2)  # two BLAS threads each: one block per two cores
+    with threads.engine_blas():
+        assert blocks_seen(16_500) == [(0, 16_500, main)]
+    threads.set_blas_threads(1)
+    monkeypatch.setattr(threads, "_cores", lambda: 3)
+    with threads.engine_blas():
+        assert [(a, b) for a, b, _ in blocks_seen(40_000)] == [
+            (0, 12_288), (12_288, 28_672), (28_672, 40_000)]
+    # a worker thread: BLAS is the process's own there (unlimited), unless the process is
+    # limited for good (limit_process)
+    got = []
+    worker = threading.Thread(target=lambda: got.append(blocks_seen(16_500)))
+    worker.start()
+    worker.join(10)
+    assert len(got[0]) == 1
+    monkeypatch.setattr(threads, "_process_limit", 1)
+    got.clear()
+    worker = threading.Thread(target=lambda: got.append(blocks_seen(16_500)))
+    worker.start()
+    worker.join(10)
+    assert len(got[0]) == 3
+
+
+def test_a_split_product_equals_the_whole_one_and_errors_surface(three_threads, monkeypatch):
+    from synapse_integrations.core.view import Compiled
+
+    monkeypatch.setattr(threads, "_cores", lambda: 2)
+    rng = np.random.default_rng(3)
+    n = 16_500 + 37
+    emb = np.asfortranarray(rng.standard_normal((n, 384)).astype(np.float32))
+    view = Compiled.from_arrays([str(i) for i in range(n)], emb, src=[], dst=[], weight=[],
+                                is_episode=[True] * n)
+    q = rng.standard_normal(384).astype(np.float32)
+    qs = rng.standard_normal((3, 384)).astype(np.float32)
+    with threads.engine_blas():
+        assert len(blocks_seen(n)) == 2
+        one, many = view.product(q), view.products(qs)
+    assert one.dtype == np.float32 and many.shape == (n, 3)
+    # the same floats as one product (block edges on 4,096-row multiples), within float32
+    # rounding on any BLAS build
+    np.testing.assert_allclose(one, emb @ q, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(many, (qs @ emb.T).T, rtol=0, atol=1e-5)
+
+    def fails(a: int, b: int) -> None:
+        if a > 0:
+            raise ValueError(f"block {a}:{b}")
+
+    with threads.engine_blas(), pytest.raises(ValueError, match="block 8192"):
+        threads.split_rows(16_500, fails)
 
 
 class RecordingExtractor(OfflineExtractor):
@@ -151,3 +217,8 @@ def test_a_server_process_limits_blas_for_good_from_its_main_thread(three_thread
     with threads.engine_blas():  # an operation inside it restores the limited setting
         pass
     assert set(blas_counts()) == {1}
+    got.clear()  # and its worker threads split large products over the cores
+    worker = threading.Thread(target=lambda: got.append(blocks_seen(16_500)))
+    worker.start()
+    worker.join(10)
+    assert len(got[0]) == min(2, threads._cores())

@@ -27,7 +27,7 @@ import numpy as np
 from ..config import SynapseConfig
 from ..errors import InvalidInputError, InvalidTypeError
 from ..types import RetrievalResult, RetrievedItem, ScoreComponents
-from . import conversation, echoes, focus, gate, scoring, threads
+from . import conversation, echoes, focus, gate, scoring
 from .filters import Filter
 from .graph import Compiled
 from .models import Activation, Query, RetrievalModel, get_model
@@ -184,8 +184,7 @@ def cosines(view: Compiled, qv: np.ndarray, cfg: SynapseConfig,
     """Cosine of every node of the view to the query vector ``qv``, without the ``names``
     the question holds (core/focus.py: :func:`~.focus.names_out`); with ``fact_role``
     ``"evidence"`` an episode's is the best of its own and its facts' (core/sleep.py)."""
-    with threads.wide(view.n):  # a large product on every BLAS thread (core/threads.py)
-        sim = np.clip(view.embeddings @ qv, -1.0, 1.0)
+    sim = np.clip(view.product(qv), -1.0, 1.0)
     if names is not None:
         sim = names.cosines(sim, qv)
     if cfg.fact_role == "evidence":

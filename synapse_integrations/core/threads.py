@@ -26,9 +26,13 @@ What this module does:
   nothing, and never leaves the process limited. A process that serves from worker
   threads limits BLAS once, from its main thread, with :func:`limit_process` (``synapse
   serve`` does).
-- :func:`wide` lifts the limit for one product over at least :data:`WIDE_ROWS` rows, where
-  a second thread saves more than the spinning costs (at 157,000 x 384: 11.1 ms on one
-  thread, 5.3-6.2 on two).
+- :func:`split_rows` runs a product over at least :data:`SPLIT_ROWS` rows in row blocks on
+  the engine's own worker threads, one block per core, each block with the limited BLAS:
+  the cores share the product, and afterwards the workers wait on a queue instead of
+  spinning as OpenBLAS's own threads do, so the encoder's next call finds the cores free
+  (until 2026-11-29 products over 65,536 rows ran on OpenBLAS's threads instead, and the
+  smaller ones on one core; the figures are in docs/benchmarks.md, "Products split over
+  the cores").
 - :func:`set_blas_threads` changes the limit (``None``: leave BLAS alone).
 
 The encoder's own threads (PyTorch's OpenMP) are never limited.
@@ -43,24 +47,31 @@ The encoder's own threads (PyTorch's OpenMP) are never limited.
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["WIDE_ROWS", "blas_threads", "engine_blas", "limit_process", "set_blas_threads",
-           "wide"]
+__all__ = ["SPLIT_ROWS", "blas_threads", "engine_blas", "limit_process", "set_blas_threads",
+           "split_rows"]
 
 logger = logging.getLogger(__name__)
 
-#: Rows from which a product runs on all the process's BLAS threads (see :func:`wide`).
-WIDE_ROWS = 65_536
+#: Rows from which a product is split over the cores (see :func:`split_rows`).
+SPLIT_ROWS = 12_288
+_ALIGN = 4_096  # rows per block edge (see _edges)
 
 _limit: int | None = 1
 _local = threading.local()    # the main thread's depth and limiter (set on no other thread)
 _controller: Any = None       # threadpoolctl.ThreadpoolController, made on first use
+_process_limit: int | None = None  # what limit_process set for good (None: nothing)
+_pool: ThreadPoolExecutor | None = None  # split_rows' workers, made on first use
+_pool_size = 0
+_pool_lock = threading.Lock()
 
 
 def blas_threads() -> int | None:
@@ -126,23 +137,93 @@ def limit_process() -> bool:
     BLAS to :func:`blas_threads` for the rest of the process, from the main thread (the
     only thread whose request OpenBLAS honours). Returns whether a limit was set (not
     on another thread, with ``None``, or when no BLAS library can be limited)."""
+    global _process_limit
     if _limit is None or threading.current_thread() is not threading.main_thread():
         return False
-    return _limited(_limit) is not None  # kept: never restored
+    if _limited(_limit) is None:  # kept: never restored
+        return False
+    _process_limit = _limit
+    return True
 
 
-@contextmanager
-def wide(rows: int) -> Iterator[None]:
-    """Inside :func:`engine_blas`: a product over ``rows`` rows runs on the process's own
-    BLAS threads when ``rows >= WIDE_ROWS`` (below that, and outside a limited
-    operation, this changes nothing)."""
-    limiter = getattr(_local, "limiter", None)
-    if rows < WIDE_ROWS or limiter is None:
-        yield
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _blocks(rows: int) -> int:
+    """How many row blocks a product over ``rows`` rows runs in on this thread, now: one
+    per ``limit`` cores when BLAS is known to be limited to ``limit`` threads (inside an
+    operation on the main thread, or for the whole process), else 1 (an unlimited BLAS
+    already uses every core: more callers would only oversubscribe them)."""
+    if rows < SPLIT_ROWS:
+        return 1
+    limit = _process_limit if getattr(_local, "limiter", None) is None else _limit
+    if limit is None:
+        return 1
+    return max(1, min(_cores() // limit, rows // _ALIGN))
+
+
+def _edges(rows: int, blocks: int) -> list[int]:
+    """Block edges near ``rows * i / blocks``, on multiples of :data:`_ALIGN` rows: blocks
+    that start on such a row gave every row the same float as one product over all rows
+    with numpy's OpenBLAS (measured; edges elsewhere changed some rows' last bits).
+
+    >>> _edges(16_500, 2), _edges(12_288, 2), _edges(40_000, 3)
+    ([0, 8192, 16500], [0, 8192, 12288], [0, 12288, 28672, 40000])
+    """
+    inner = {round(rows * i / blocks / _ALIGN) * _ALIGN for i in range(1, blocks)}
+    return [0, *sorted(e for e in inner if 0 < e < rows), rows]
+
+
+def _workers(n: int) -> ThreadPoolExecutor:
+    """The pool of at least ``n`` worker threads (a larger one replaces a smaller; the
+    old one's threads end once idle)."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < n:
+            old, _pool, _pool_size = _pool, ThreadPoolExecutor(
+                max_workers=n, thread_name_prefix="synapse-rows"), n
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def _forget_pool() -> None:  # a forked child has none of the parent's threads
+    global _pool, _pool_size
+    _pool, _pool_size = None, 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def split_rows(rows: int, compute: Callable[[int, int], None]) -> None:
+    """Call ``compute(start, stop)`` over row blocks covering ``range(rows)``: one block per
+    core when the product is large and BLAS is limited (:func:`_blocks`), all but the first
+    on the engine's worker threads, the first on the caller's; else ``compute(0, rows)``.
+    ``compute`` writes its block's rows of a result the caller holds; an error in any block
+    is raised here, after every block has finished.
+
+    >>> import numpy as np
+    >>> m, q = np.ones((4, 3), dtype=np.float32), np.ones(3, dtype=np.float32)
+    >>> out = np.empty(4, dtype=np.float32)
+    >>> split_rows(4, lambda a, b: np.matmul(m[a:b], q, out=out[a:b]))
+    >>> out.tolist()
+    [3.0, 3.0, 3.0, 3.0]
+    """
+    edges = _edges(rows, _blocks(rows))
+    if len(edges) == 2:
+        compute(0, rows)
         return
-    original = limiter.get_original_num_threads().get("blas")
-    if not original:
-        yield
-        return
-    with _get_controller().limit(limits=original, user_api="blas"):
-        yield
+    pool = _workers(len(edges) - 2)
+    futures = [pool.submit(compute, a, b) for a, b in zip(edges[1:-1], edges[2:])]
+    try:
+        compute(edges[0], edges[1])
+    finally:
+        errors = [f.exception() for f in futures]  # waits for every block
+    for e in errors:
+        if e is not None:
+            raise e

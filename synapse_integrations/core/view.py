@@ -256,8 +256,29 @@ class Compiled:
         >>> v.products(np.array([[1.0, 2.0]], dtype=np.float32)).tolist()
         [[1.0], [2.0]]
         """
-        with threads.wide(self.n):  # a large product on every BLAS thread (core/threads.py)
-            return (np.asarray(vectors, dtype=np.float32) @ self.embeddings.T).T
+        vectors = np.asarray(vectors, dtype=np.float32)
+        out = np.empty((self.n, len(vectors)), dtype=np.result_type(vectors, self.embeddings))
+
+        def block(a: int, b: int) -> None:
+            out[a:b] = (vectors @ self.embeddings[a:b].T).T
+
+        threads.split_rows(self.n, block)  # a large product on every core (core/threads.py)
+        return out
+
+    def product(self, vector: np.ndarray) -> np.ndarray:
+        """Every node's vector times ``vector`` (``(d,)``): an ``(n,)`` array, on every core
+        for a large view (:func:`~synapse_integrations.core.threads.split_rows`).
+
+        >>> v = Compiled.from_arrays(["a", "b"], np.eye(2, dtype=np.float32), src=[], dst=[],
+        ...                          weight=[], is_episode=[True, True])
+        >>> v.product(np.array([1.0, 2.0], dtype=np.float32)).tolist()
+        [1.0, 2.0]
+        """
+        vector = np.asarray(vector)
+        out = np.empty(self.n, dtype=np.result_type(vector, self.embeddings))
+        threads.split_rows(self.n, lambda a, b: np.matmul(self.embeddings[a:b], vector,
+                                                          out=out[a:b]))
+        return out
 
     def aligned(self, values: dict[str, float], vector: np.ndarray | None = None) -> np.ndarray:
         """``values`` (id -> number) as an array aligned with :attr:`ids` (0 where a node has
