@@ -257,13 +257,13 @@ class Compiled:
         [[1.0], [2.0]]
         """
         vectors = np.asarray(vectors, dtype=np.float32)
-        out = np.empty((self.n, len(vectors)), dtype=np.result_type(vectors, self.embeddings))
+        out = np.empty((len(vectors), self.n), dtype=np.result_type(vectors, self.embeddings))
 
         def block(a: int, b: int) -> None:
-            out[a:b] = (vectors @ self.embeddings[a:b].T).T
+            out[:, a:b] = vectors @ self.embeddings[a:b].T
 
         threads.split_rows(self.n, block)  # a large product on every core (core/threads.py)
-        return out
+        return out.T
 
     def product(self, vector: np.ndarray) -> np.ndarray:
         """Every node's vector times ``vector`` (``(d,)``): an ``(n,)`` array, on every core
