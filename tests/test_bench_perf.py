@@ -46,10 +46,10 @@ def check_perf_json(res: dict, sizes: list[int]) -> None:
         for key in ("ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms",
                     "peak_rss_mb"):
             assert isinstance(r[key], float) and r[key] > 0.0, key
-        # the real encoder before each question: both sides include its time
+        # the real encoder before each question: both sides include its time (what is
+        # timed: test_each_question_is_embedded_right_before_it_is_asked)
         for key in ("retrieve_text_ms", "dense_text_ms"):
             assert set(r[key]) == {"p50", "p95"} and 0.0 < r[key]["p50"] <= r[key]["p95"]
-            assert r[key]["p50"] > r["dense_only_ms"]["p50"]
         # the ratio a caller of retrieve(text) against similarity_search(text) sees
         e = r["embed_query_ms"]
         assert r["ratio_with_query_embedding_p50"] == pytest.approx(
@@ -187,6 +187,31 @@ def test_run_perf_rejects_bad_arguments(kwargs) -> None:
 # --------------------------------------------------------------------------------------------
 # end to end
 # --------------------------------------------------------------------------------------------
+def test_each_question_is_embedded_right_before_it_is_asked() -> None:
+    from synapse_integrations.bench.perf import _time_with_encoder
+
+    calls: list[tuple[str, str]] = []
+
+    class Encoder:
+        def embed_query(self, text: str) -> None:
+            calls.append(("embed", text))
+
+    class Memory:
+        def retrieve_by_vector(self, text: str, q: np.ndarray, k: int) -> None:
+            calls.append(("retrieve", text))
+
+        def search_vectors(self, q: np.ndarray, k: int) -> None:
+            calls.append(("dense", str(int(q[0]))))
+
+    texts = ["first?", "second?"]
+    retrieve, dense = _time_with_encoder(Memory(), texts, np.array([[0.0], [1.0]]), 5,
+                                         Encoder())
+    assert calls == [("embed", "first?"), ("retrieve", "first?"), ("embed", "first?"),
+                     ("dense", "0"), ("embed", "second?"), ("retrieve", "second?"),
+                     ("embed", "second?"), ("dense", "1")]
+    assert len(retrieve) == len(dense) == 2 and all(t >= 0.0 for t in retrieve + dense)
+
+
 def test_run_perf_tiny_without_the_model() -> None:
     # the hashed embedder stands in for the real model: the whole pipeline in seconds
     lines: list[str] = []
