@@ -142,10 +142,10 @@ def test_a_split_product_equals_the_whole_one_and_errors_surface(three_threads, 
         assert len(blocks_seen(n)) == 2
         one, many = view.product(q), view.products(qs)
     assert one.dtype == np.float32 and many.shape == (n, 3)
-    # the same floats as one product (block edges on 4,096-row multiples), within float32
-    # rounding on any BLAS build
-    np.testing.assert_allclose(one, emb @ q, rtol=0, atol=1e-5)
-    np.testing.assert_allclose(many, (qs @ emb.T).T, rtol=0, atol=1e-5)
+    # the same floats as one product here (block edges on 4,096-row multiples); within
+    # float32 rounding on any BLAS build (the values are around +-20)
+    np.testing.assert_allclose(one, emb @ q, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(many, (qs @ emb.T).T, rtol=1e-5, atol=1e-4)
 
     def fails(a: int, b: int) -> None:
         if a > 0:
@@ -203,7 +203,9 @@ def test_a_failing_blas_library_never_fails_the_operation(three_threads, monkeyp
     assert set(blas_counts()) == {3}
 
 
-def test_a_server_process_limits_blas_for_good_from_its_main_thread(three_threads):
+def test_a_server_process_limits_blas_for_good_from_its_main_thread(three_threads,
+                                                                   monkeypatch):
+    monkeypatch.setattr(threads, "_cores", lambda: 2)
     got = []
     t = threading.Thread(target=lambda: got.append(threads.limit_process()))
     t.start()
@@ -221,4 +223,4 @@ def test_a_server_process_limits_blas_for_good_from_its_main_thread(three_thread
     worker = threading.Thread(target=lambda: got.append(blocks_seen(16_500)))
     worker.start()
     worker.join(10)
-    assert len(got[0]) == min(2, threads._cores())
+    assert len(got[0]) == 2
