@@ -70,7 +70,6 @@ _local = threading.local()    # the main thread's depth and limiter (set on no o
 _controller: Any = None       # threadpoolctl.ThreadpoolController, made on first use
 _process_limit: int | None = None  # what limit_process set for good (None: nothing)
 _pool: ThreadPoolExecutor | None = None  # split_rows' workers, made on first use
-_pool_size = 0
 _pool_lock = threading.Lock()
 
 
@@ -178,22 +177,20 @@ def _edges(rows: int, blocks: int) -> list[int]:
     return [0, *sorted(e for e in inner if 0 < e < rows), rows]
 
 
-def _workers(n: int) -> ThreadPoolExecutor:
-    """The pool of at least ``n`` worker threads (a larger one replaces a smaller; the
-    old one's threads end once idle)."""
-    global _pool, _pool_size
+def _workers() -> ThreadPoolExecutor:
+    """:func:`split_rows`' pool: a worker for each core but the caller's, made on first use
+    (more blocks than workers wait in its queue; a block never waits on another)."""
+    global _pool
     with _pool_lock:
-        if _pool is None or _pool_size < n:
-            old, _pool, _pool_size = _pool, ThreadPoolExecutor(
-                max_workers=n, thread_name_prefix="synapse-rows"), n
-            if old is not None:
-                old.shutdown(wait=False)
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(1, _cores() - 1),
+                                       thread_name_prefix="synapse-rows")
         return _pool
 
 
 def _forget_pool() -> None:  # a forked child has none of the parent's threads
-    global _pool, _pool_size
-    _pool, _pool_size = None, 0
+    global _pool
+    _pool = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -218,7 +215,7 @@ def split_rows(rows: int, compute: Callable[[int, int], None]) -> None:
     if len(edges) == 2:
         compute(0, rows)
         return
-    pool = _workers(len(edges) - 2)
+    pool = _workers()
     futures = [pool.submit(compute, a, b) for a, b in zip(edges[1:-1], edges[2:])]
     try:
         compute(edges[0], edges[1])
