@@ -3,7 +3,8 @@
 The path of a turn (:meth:`Ingestor.prepare` without the engine lock, then
 :meth:`Ingestor.write` under it):
 
-1. validation and the write firewall (:func:`~synapse_integrations.core.validation.validate_turn`);
+1. validation and the write firewall (:func:`~synapse_integrations.core.validation.validate_turns`:
+   control characters in the text normalised, a refused turn named);
 2. the embedding, done by the engine before it takes the lock;
 3. a retry of a write whose reply was lost is recognised and answered with the stored id;
 4. one upsert into Chroma makes the turns durable (the acknowledgement point);
@@ -42,7 +43,7 @@ from .models.mnemos import AffectTagger, affect_tag
 from .reconsolidation import reconsolidate
 from .surprisal import score_rows
 from .state import MemoryState
-from .validation import MAX_BATCH_TURNS, validate_turn
+from .validation import MAX_BATCH_TURNS, validate_turns
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ class Ingestor:
         if len(turns) > MAX_BATCH_TURNS:
             raise InvalidInputError(f"add_turns() takes at most {MAX_BATCH_TURNS} turns per call; "
                                     f"split larger imports into several calls")
-        rows = [validate_turn(t, self.firewall) for t in turns]
+        rows = validate_turns(turns, self.firewall)  # all or none; an error names the turn
         if self.tagger is not None:
             for r in rows:
                 r["affect"] = affect_tag(self.tagger, r["text"])

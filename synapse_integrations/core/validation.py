@@ -20,12 +20,19 @@ import math
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from types import MappingProxyType
 from typing import Any
 
 from ..config import SynapseConfig
-from ..errors import InvalidInputError, InvalidTypeError, NamespaceError, SnapshotError
+from ..errors import (
+    InvalidInputError,
+    InvalidTypeError,
+    NamespaceError,
+    SnapshotError,
+    SynapseError,
+)
 from ..firewall import Firewall
 from .graph import EDGE_KINDS, MemoryGraph
 from .models.synaptic import MAX_SPIKES
@@ -38,16 +45,21 @@ __all__ = [
     "MAX_NAMESPACE_LEN",
     "MAX_QUERY_CHARS",
     "MAX_TEXT_CHARS",
+    "NORMALISED_KEY",
+    "REPLACEMENT",
+    "TEXT_NORMALISATION",
     "check_query",
     "epoch_ok",
     "from_epoch",
     "namespace_dirname",
+    "normalise_text",
     "stored_config",
     "to_epoch",
     "utf8_ok",
     "validate_namespace",
     "validate_snapshot",
     "validate_turn",
+    "validate_turns",
 ]
 
 MAX_NAMESPACE_LEN = 256
@@ -76,9 +88,42 @@ readable: JSON parsers recurse)."""
 #: characters refused in namespaces, ids and speakers: every control character (C0, DEL,
 #: C1 such as NEL ``\x85``), line and paragraph separators, bidi overrides, BOM
 CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
-#: characters refused in turn text: control characters other than whitespace (tab, line
-#: feed, vertical tab, form feed, carriage return, NEL)
-TEXT_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
+
+REPLACEMENT = "\ufffd"
+"""What an unreadable control character in turn text becomes (U+FFFD, the Unicode
+replacement character): visible, so a reader sees something was there, and it never
+joins the words on either side as a removal would."""
+
+NORMALISED_KEY = "text_normalised"
+"""The turn-metadata key the engine sets when it changed a turn's text on the way in
+(:func:`normalise_text`): how many characters of each kind, e.g. ``{"cp1252": 2}``."""
+
+
+def _cp1252(char: str) -> str:
+    """The cp1252 character a C1 control stands for (a cp1252 byte read as latin-1), or
+    :data:`REPLACEMENT` for the five bytes cp1252 leaves undefined (0x81, 0x8D, 0x8F,
+    0x90, 0x9D)."""
+    try:
+        return char.encode("latin-1").decode("cp1252")
+    except UnicodeDecodeError:
+        return REPLACEMENT
+
+
+TEXT_NORMALISATION: Mapping[str, str] = MappingProxyType({
+    # C0 controls and DEL: pasted noise (U+0002...), never text
+    **{chr(c): REPLACEMENT for c in (*range(0x00, 0x09), *range(0x0e, 0x20), 0x7f)},
+    # vertical tab (a soft line break pasted from Word or PowerPoint) and form feed
+    "\x0b": "\n", "\x0c": "\n",
+    # C1 controls: cp1252 punctuation decoded as latin-1 ("\x93hi\x94" is “hi”)
+    **{chr(c): _cp1252(chr(c)) for c in range(0x80, 0xa0)},
+})
+"""How turn text is normalised on the way in (the one table): every C0 control but tab,
+line feed and carriage return, DEL and every C1 control (NEL, U+0085, included: in real
+text it is cp1252's ellipsis) maps to what it stands for or to :data:`REPLACEMENT`. No
+value is a key, so normalising twice changes nothing. Ids, speakers and namespaces are
+not normalised: a control character there is refused (:data:`CONTROL_RE`)."""
+
+_NORMALISE_RE = re.compile("[" + "".join(f"\\x{ord(c):02x}" for c in TEXT_NORMALISATION) + "]")
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
 _TURN_FIELDS = frozenset({"text", "speaker", "timestamp", "metadata", "id"})
 
@@ -204,6 +249,55 @@ def from_epoch(ts: float | None) -> datetime | None:
 # ---------------------------------------------------------------------------------------
 # turns
 # ---------------------------------------------------------------------------------------
+def normalise_text(text: str) -> tuple[str, dict[str, int]]:
+    """``text`` with its control characters normalised by :data:`TEXT_NORMALISATION`, and
+    how many characters changed: ``"cp1252"`` (a C1 control read as the cp1252 character
+    it stands for) and ``"replaced"`` (any other control: :data:`REPLACEMENT`, or a line
+    feed for a vertical tab or form feed); a kind that did not occur is left out.
+
+    Idempotent: normalised text comes back unchanged, with ``{}``.
+
+    >>> normalise_text("He said \x93hi\x94 \x02twice")
+    ('He said “hi” �twice', {'cp1252': 2, 'replaced': 1})
+    >>> normalise_text('He said “hi”')
+    ('He said “hi”', {})
+    """
+    counts: dict[str, int] = {}
+
+    def fix(match: re.Match[str]) -> str:
+        char = match.group()
+        out = TEXT_NORMALISATION[char]
+        kind = "cp1252" if "\x80" <= char <= "\x9f" and out != REPLACEMENT else "replaced"
+        counts[kind] = counts.get(kind, 0) + 1
+        return out
+
+    return _NORMALISE_RE.sub(fix, text), counts
+
+
+def validate_turns(turns: Sequence[str | Mapping[str, Any]], firewall: Firewall
+                   ) -> list[dict[str, Any]]:
+    """Every turn of a batch through :func:`validate_turn`, all or none: the first turn
+    refused stops the batch, and in a batch of several the error names that turn (its
+    position, and its id when it has one).
+
+    >>> validate_turns(["fine", {"text": 5, "id": "t-2"}], Firewall())
+    Traceback (most recent call last):
+    ...
+    synapse_integrations.errors.InvalidTypeError: turn 1 (id 't-2'): turn text must be a str, got int
+    """
+    rows = []
+    for k, turn in enumerate(turns):
+        try:
+            rows.append(validate_turn(turn, firewall))
+        except SynapseError as exc:
+            if len(turns) > 1 and exc.args:
+                node_id = turn.get("id") if isinstance(turn, Mapping) else None
+                which = f"turn {k}" + (f" (id {node_id[:80]!r})" if isinstance(node_id, str) else "")
+                exc.args = (f"{which}: {exc.args[0]}", *exc.args[1:])
+            raise
+    return rows
+
+
 def validate_turn(turn: str | Mapping[str, Any], firewall: Firewall) -> dict[str, Any]:
     """One turn as the engine stores it, or an error naming what is wrong.
 
@@ -211,6 +305,13 @@ def validate_turn(turn: str | Mapping[str, Any], firewall: Firewall) -> dict[str
     ``timestamp``, ``metadata``, ``id``. Returns ``{"text", "speaker", "ts", "metadata",
     "id", "auto_id", "auto_ts"}`` after the write firewall (nothing past this function
     sees the original secrets). A missing timestamp is now; a missing id is random.
+    Control characters in the text are normalised (:func:`normalise_text`), and the
+    change recorded in the metadata under :data:`NORMALISED_KEY`; in the speaker or the
+    id they are refused.
+
+    >>> row = validate_turn({"text": "He said \x93hi\x94", "id": "t-1"}, Firewall())
+    >>> row["text"], row["metadata"]
+    ('He said “hi”', {'text_normalised': {'cp1252': 2}})
     """
     if isinstance(turn, str):
         turn = {"text": turn}
@@ -222,6 +323,7 @@ def validate_turn(turn: str | Mapping[str, Any], firewall: Firewall) -> dict[str
     text = turn.get("text")
     if not isinstance(text, str):
         raise InvalidTypeError(f"turn text must be a str, got {type(text).__name__}")
+    text, normalised = normalise_text(text)  # control characters are read, never refused
     if not text.strip():
         raise InvalidInputError("turn text must not be empty or whitespace")
     if len(text) > MAX_TEXT_CHARS:
@@ -230,10 +332,6 @@ def validate_turn(turn: str | Mapping[str, Any], firewall: Firewall) -> dict[str
             f"(split long documents into several turns)")
     if not utf8_ok(text):
         raise InvalidInputError("turn text is not valid Unicode (it holds a lone surrogate)")
-    bad = TEXT_CONTROL_RE.search(text)
-    if bad:
-        raise InvalidInputError(f"turn text holds the control character U+{ord(bad.group()):04X} "
-                                f"at {bad.start()} (only tab, newlines and form feed are accepted)")
     speaker = turn.get("speaker")
     if speaker is not None and not isinstance(speaker, str):
         raise InvalidTypeError(f"speaker must be a str or None, got {type(speaker).__name__}")
@@ -246,6 +344,8 @@ def validate_turn(turn: str | Mapping[str, Any], firewall: Firewall) -> dict[str
     metadata = turn.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise InvalidTypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    if normalised:  # recorded with the turn: its text is not byte for byte what was sent
+        metadata = {**metadata, NORMALISED_KEY: normalised}
     check_depth(metadata, what="metadata")
     try:
         metadata = json.loads(json.dumps(dict(metadata), allow_nan=False))
