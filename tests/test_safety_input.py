@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from synapse_integrations import Synapse
 from synapse_integrations.core.engine import MAX_TEXT_CHARS
 from synapse_integrations.core.extraction import LLMExtractor
+from synapse_integrations.core.validation import NORMALISED_KEY, normalise_text
 from synapse_integrations.errors import (
     EmbeddingError,
     ExtractionError,
@@ -59,20 +60,21 @@ def mem(tmp_path_factory):
 @given(text=st.one_of(st.text(max_size=400), st.text(alphabet=" \t\n\r\u00a0\u2028\u3000", max_size=20),
                       st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=50)),
        speaker=st.none() | st.text(max_size=30))
-def test_arbitrary_unicode_text_is_stored_exactly_or_refused(mem, text, speaker):
+def test_arbitrary_unicode_text_is_stored_normalised_or_refused(mem, text, speaker):
     EXAMPLES["text"] += 1
     before = len(mem.graph)
+    stored, changed = normalise_text(text)  # control characters are read, never refused
     try:
         node_id = mem.add_turn(text, speaker=speaker)
     except SynapseError as exc:
         assert isinstance(exc, (InvalidInputError, InvalidTypeError)), exc
-        assert not text.strip() or "surrogate" in str(exc) or "speaker" in str(exc) \
-            or "control character" in str(exc)
+        assert not stored.strip() or "surrogate" in str(exc) or "speaker" in str(exc)
         _settled(mem, before)
         return
-    assert text.strip(), "empty/whitespace text must be refused"
+    assert stored.strip(), "empty/whitespace text must be refused"
     node = mem.get(node_id)
-    assert node["text"] == text and node["speaker"] == speaker
+    assert node["text"] == stored and node["speaker"] == speaker
+    assert node["metadata"].get(NORMALISED_KEY) == (changed or None)
     res = mem.retrieve(text if text.strip() else "x", k=5)  # arbitrary queries work too
     assert isinstance(res.items, tuple)
     if EXAMPLES["text"] % 10 == 0:
