@@ -21,6 +21,7 @@ from synapse_integrations.core.validation import (
     normalise_text,
 )
 from synapse_integrations.errors import InvalidInputError, InvalidTypeError, NamespaceError
+from synapse_integrations.langgraph import SynapseStore
 
 from _safety_helpers import HashEmbedder
 
@@ -137,3 +138,14 @@ def test_namespaces_with_control_characters_are_still_refused(tmp_path):
     for ns in ("a\x93b", "a\x02b"):
         with pytest.raises(NamespaceError, match="control"):
             Synapse(tmp_path / "n", namespace=ns, embedder=HashEmbedder())
+
+
+def test_a_langgraph_store_put_with_control_characters_is_stored(tmp_path):
+    store = SynapseStore(tmp_path / "store", embedder=HashEmbedder())
+    try:
+        store.put(("user", "1"), "note", {"text": QUOTED})  # through the engine's add_turns
+        assert store.get(("user", "1"), "note").value == {"text": QUOTED}  # the value as given
+        hits = store.search(("user", "1"), query="what did he say about the lighthouse keeper")
+        assert [h.key for h in hits][:1] == ["note"]
+    finally:
+        store.close()
