@@ -378,9 +378,8 @@ def _service(args: argparse.Namespace) -> Any:
 
 
 def cmd_serve_http(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from .rest import create_app
+    from .serving import run_uvicorn, stop_signals
 
     key = _api_key(args)
     _serve_guard(args, key)
@@ -389,11 +388,13 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
     print(f"SYNAPSE memory server: http://{args.host}:{args.port} (folder {service.path}; "
           f"docs at /docs{'; MCP at /mcp' if args.mcp else ''}{'; API key required' if key else ''})",
           file=sys.stderr, flush=True)
-    try:
-        uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
-                                      timeout_graceful_shutdown=10)).run()
-    finally:
-        service.close()
+    with stop_signals() as stopped:
+        try:
+            run_uvicorn(app, host=args.host, port=args.port, log_level=args.log_level)
+        finally:
+            service.close()  # the final snapshot of every open memory
+    if stopped:
+        print(f"SYNAPSE memory server stopped ({stopped[0]}); memories saved", file=sys.stderr, flush=True)
     return 0
 
 

@@ -2,7 +2,9 @@
 agents, LangGraph agents through ``langchain-mcp-adapters``, ...), over stdio or
 streamable HTTP, built with the official ``mcp`` SDK (FastMCP).
 
-Tools (every one takes a required ``namespace``, validated like the engine's):
+Tools (every one takes a ``namespace``, validated like the engine's; required, unless the
+server has API keys bound to one namespace each: a connection made with such a key uses
+its own, and a ``namespace`` outside a key's patterns is refused, see :mod:`.access`):
 
 =================  ==================================================================
 ``store_turns``    store turns (text, speaker, timestamp, metadata, id); returns ids
@@ -26,11 +28,19 @@ and ``synapse://namespaces/{namespace}/stats``.
 
 An engine error comes back as a tool error whose text starts with the error's name and
 HTTP-like status (``InvalidInputError (400): k must be an int >= 1, got 0``).
+
+Over HTTP the server is stateless and answers in JSON (``stateless_http``,
+``json_response``): every request carries its key and stands alone, so no session state
+is held per client, and a client that ends its session leaves no stream behind (in the
+SDK's stateful mode the end of every session logged ``ClosedResourceError``: the
+session's teardown closed the receiving end of its standalone SSE stream while that
+stream's writer was still reading it).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 from pathlib import Path
@@ -42,6 +52,7 @@ import anyio
 from .._adapter_utils import require
 from ..core.validation import validate_namespace
 from . import wire
+from .access import STATE_KEY, AccessDeniedError, ApiKey, KeyRing, bind_namespace, key_ring
 from .service import MemoryService
 
 require("mcp", "server")
@@ -60,6 +71,8 @@ INSTRUCTIONS = (
     "answering from memory call retrieve. When gate.decision is 'rejected', memory holds "
     "nothing relevant: items is empty and gate.reason says why."
 )
+BOUND = (" A connection whose API key is bound to one namespace may leave `namespace` out: "
+         "its own is used, and no other is allowed.")
 
 
 class Turn(BaseModel):
@@ -85,30 +98,71 @@ def architecture_text() -> str:
         return "# Architecture\n\n" + (engine.__doc__ or "")
 
 
-def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a service call in a worker thread (the engine blocks) and turn engine errors
-    into tool errors that name the error and its status."""
-    @functools.wraps(fn)
-    async def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
-        except Exception as exc:
-            body = wire.error_to_wire(exc)["error"]
-            if body["status"] >= 500:
-                logger.exception("MCP tool %s failed", fn.__name__)
-            raise ToolError(f"{body['type']} ({body['status']}): {body['message']}") from exc
-    return run
+def _request_key(server: FastMCP) -> ApiKey | None:
+    """The API key the HTTP access check found for the request being handled (None over
+    stdio, or on a server without keys)."""
+    try:
+        request = server.get_context().request_context.request
+    except (LookupError, ValueError):
+        return None
+    scope = getattr(request, "scope", None) or {}
+    return (scope.get("state") or {}).get(STATE_KEY)
+
+
+def _namespace_of(server: FastMCP, keys: KeyRing | None, namespace: str | None) -> str:
+    """The namespace a call may use (:func:`~.access.bind_namespace` with the request's
+    key); with keys, a request that carries none is refused."""
+    key = _request_key(server)
+    if keys is not None and key is None:
+        raise AccessDeniedError("this MCP server needs an API key on every request")
+    return bind_namespace(key, namespace)
+
+
+def _tools(server: FastMCP, keys: KeyRing | None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The decorator of every tool: bind its ``namespace`` to the request's API key, run the
+    service call in a worker thread (the engine blocks) and turn engine errors into tool
+    errors that name the error and its status. When some key is bound to exactly one
+    namespace, ``namespace`` becomes optional in the tool's schema."""
+    optional = keys is not None and any(k.only is not None for k in keys.keys)
+
+    def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        async def run(**kwargs: Any) -> Any:
+            try:
+                kwargs["namespace"] = _namespace_of(server, keys, kwargs.get("namespace"))
+                return await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+            except Exception as exc:
+                body = wire.error_to_wire(exc)["error"]
+                if body["status"] >= 500 and wire.retry_after(exc) is None:
+                    logger.exception("MCP tool %s failed", fn.__name__)
+                raise ToolError(f"{body['type']} ({body['status']}): {body['message']}") from exc
+
+        sig = inspect.signature(fn, eval_str=True)
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in sig.parameters.values()]
+        if optional:
+            params = [p.replace(annotation=Optional[str], default=None) if p.name == "namespace" else p
+                      for p in params]
+        run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return run
+    return tool
 
 
 def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
                       host: str = "127.0.0.1", port: int = 8000,
-                      streamable_http_path: str = "/mcp", **settings: Any) -> FastMCP:
+                      streamable_http_path: str = "/mcp", keys: KeyRing | None = None,
+                      **settings: Any) -> FastMCP:
     """The MCP server over ``service`` (its tools and resources; see the module doc).
-    ``host``/``port`` matter for HTTP (DNS-rebinding protection is on for localhost)."""
+    ``host``/``port`` matter for HTTP (DNS-rebinding protection is on for localhost);
+    ``keys``: the API keys its HTTP requests carry (checked by
+    :class:`~.rest.AccessControl`), which bind each call to the key's namespaces."""
     settings.setdefault("log_level", "WARNING")  # FastMCP configures the root logger with it
-    server = FastMCP(name, instructions=INSTRUCTIONS, host=host, port=port,
+    settings.setdefault("stateless_http", True)  # see the module doc
+    settings.setdefault("json_response", True)
+    bound = keys is not None and any(k.only is not None for k in keys.keys)
+    server = FastMCP(name, instructions=INSTRUCTIONS + (BOUND if bound else ""), host=host, port=port,
                      streamable_http_path=streamable_http_path, **settings)
     svc = service
+    _tool = _tools(server, keys)
 
     @server.tool()
     @_tool
@@ -211,40 +265,49 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
     @server.resource("synapse://namespaces", name="namespaces", mime_type="application/json",
                      description="The namespaces of this memory folder")
     async def namespaces() -> str:
-        return json.dumps({"namespaces": svc.namespaces()})
+        key = _request_key(server)
+        return json.dumps({"namespaces": [ns for ns in svc.namespaces() if key is None or key.allows(ns)]})
 
     @server.resource("synapse://namespaces/{namespace}/stats", name="stats",
                      mime_type="application/json",
                      description="Counts of one namespace (percent-encode the namespace)")
     async def namespace_stats(namespace: str) -> str:
-        stats = await anyio.to_thread.run_sync(svc.stats, unquote(namespace))
+        stats = await anyio.to_thread.run_sync(svc.stats, _namespace_of(server, keys, unquote(namespace)))
         return json.dumps(stats)
 
     return server
 
 
 def run_mcp(service: MemoryService, *, transport: str = "stdio", host: str = "127.0.0.1",
-            port: int = 8000, api_key: str | None = None, log_level: str = "warning") -> None:
+            port: int = 8000, api_key: str | None = None, keys: KeyRing | None = None,
+            log_level: str = "warning") -> None:
     """Serve until stopped (stdio: until the client closes the pipe; http: SIGINT/SIGTERM),
-    then snapshot and close every memory."""
-    try:
-        server = create_mcp_server(service, host=host, port=port, log_level=log_level.upper())
-        if transport == "stdio":
-            server.run("stdio")
-            return
-        import uvicorn
-        from starlette.requests import Request
-        from starlette.responses import JSONResponse
+    then snapshot and close every memory. Over HTTP, ``api_key`` and/or ``keys`` (see
+    :mod:`.access`) guard ``/mcp``."""
+    if transport == "stdio":
+        try:
+            create_mcp_server(service, host=host, port=port, log_level=log_level.upper()).run("stdio")
+        finally:
+            service.close()
+        return
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
 
-        @server.custom_route("/health", methods=["GET"])
-        async def health(request: Request) -> JSONResponse:
-            return JSONResponse(service.health())
+    from .rest import AccessControl
+    from .serving import run_uvicorn, stop_signals
 
-        app: Any = server.streamable_http_app()
-        if api_key:
-            from .rest import RequireKey
+    with stop_signals():  # SIGTERM: a graceful stop, the final snapshot, exit 0
+        try:
+            ring = key_ring(api_key, keys)
+            server = create_mcp_server(service, host=host, port=port, log_level=log_level.upper(), keys=ring)
 
-            app.add_middleware(RequireKey, api_key=api_key, prefixes=("/mcp",))
-        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run()
-    finally:
-        service.close()
+            @server.custom_route("/health", methods=["GET"])
+            async def health(request: Request) -> JSONResponse:
+                return JSONResponse(service.health())
+
+            app: Any = server.streamable_http_app()
+            if ring is not None:
+                app.add_middleware(AccessControl, keys=ring, open_paths=("/health",))
+            run_uvicorn(app, host=host, port=port, log_level=log_level)
+        finally:
+            service.close()

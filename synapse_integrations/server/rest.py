@@ -23,17 +23,28 @@ namespace or id the engine accepts can be named, ``/`` included)::
 
 OpenAPI at ``/openapi.json``, docs at ``/docs``. Errors are
 ``{"error": {"type", "message", "status"}}`` with the engine's own message; the status of
-each engine error is in :data:`.wire.ERRORS` (bad value 400, wrong type 422, firewall 422,
-unknown namespace or id 404, reused id 409, storage down 503). With an API key, every
-``/v1`` route (and ``/mcp``) needs ``X-API-Key: KEY`` or ``Authorization: Bearer KEY``.
+each engine error is in :data:`.wire.ERRORS`. A client's mistake is never a 5xx::
+
+    400  a bad value (InvalidInputError, NamespaceError, ConfigError)
+    401  no valid API key                   403  the key may not use this namespace
+    404  no such namespace or memory id     409  a reused id: that turn is already stored
+    413  a body over MAX_BODY_BYTES         422  a wrong type, a body that fails the schema, the firewall
+    503  retry (Retry-After): the memory is busy (MemoryLockedError) or its store failed
+
+Request bodies are counted as they arrive, in every transfer encoding, and refused with
+413 past the limit before anything parses them (:class:`BodyLimit`). With API keys
+(``api_key``, or ``keys`` bound to namespace patterns: :mod:`.access`), every route but
+``/health`` and the docs needs ``X-API-Key: KEY`` or ``Authorization: Bearer KEY``, checked
+on the headers before the body is read (:class:`AccessControl`).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
-import hmac
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -42,6 +53,7 @@ from urllib.parse import unquote
 from .._adapter_utils import require
 from ..errors import NamespaceError
 from . import wire
+from .access import STATE_KEY, AccessDeniedError, ApiKey, KeyRing, key_ring, presented_key
 from .service import MAX_PAGE, MemoryService
 
 require("fastapi", "server")
@@ -56,8 +68,8 @@ from starlette.exceptions import HTTPException  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["API_KEY_HEADER", "MAX_BODY_BYTES", "BodyLimit", "RawSegments", "RequireKey", "create_app",
-           "key_matches"]
+__all__ = ["API_KEY_HEADER", "MAX_BODY_BYTES", "AccessControl", "BodyLimit", "RawSegments", "create_app",
+           "key_matches", "key_of"]
 
 API_KEY_HEADER = "X-API-Key"
 #: Requests with a larger body are refused with 413 (an export with vectors of a big
@@ -274,46 +286,98 @@ class RawSegments:
 
 
 class BodyLimit:
-    """Refuse request bodies over ``limit`` bytes (413) before reading them."""
+    """Read each request's body before the app sees it, counting the bytes as they arrive
+    (whatever the framing: ``Content-Length`` or chunked), and refuse it with 413 the moment
+    it is over ``limit`` bytes; the rest of the body is never read. The app then gets the
+    body, replayed, so that no parser, handler or per-request work ever runs on a body
+    over the limit, and the server holds at most ``limit`` bytes of one request."""
 
     def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
         self.app, self.limit = app, limit
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            length = dict(scope.get("headers") or []).get(b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.limit):
-                await JSONResponse(_error_json("PayloadTooLarge", f"request body over {self.limit} bytes",
-                                               413), status_code=413)(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await self._refuse(scope, receive, send)
+            return
+        body: collections.deque[dict[str, Any]] = collections.deque()
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away mid-body
                 return
+            size += len(message.get("body", b""))
+            if size > self.limit:
+                body.clear()
+                await self._refuse(scope, receive, send)
+                return
+            body.append(message)
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> dict[str, Any]:
+            return body.popleft() if body else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: dict, receive: Any, send: Any) -> None:
+        message = (f"the request body is over the limit of {self.limit} bytes ({self.limit / 2**20:g} MiB); "
+                   "send fewer turns per request (synapse import sends batches: --batch)")
+        await JSONResponse(_error_json("PayloadTooLarge", message, 413), status_code=413,
+                           headers={"Connection": "close"})(scope, receive, send)
+
+
+def _path_namespace(path: str) -> str | None:
+    """The namespace a ``/v1/namespaces/{namespace}...`` path names (its raw segment,
+    decoded), as the router will route it; None for other paths."""
+    if not path.startswith(_PREFIX):
+        return None
+    segment = path[len(_PREFIX):].split("/", 1)[0]
+    return unquote(segment, errors="replace") if segment else None
+
+
+class AccessControl:
+    """The API keys of a :class:`~.access.KeyRing`: every path but the open ones
+    (``/health``, the docs) needs a known key (401 otherwise), and a path that names a
+    namespace a key whose patterns allow it (403 naming the rule otherwise); both are
+    decided on the headers, before the body is read. The request's key is left in the
+    scope's state (:data:`~.access.STATE_KEY`) for the handlers and the MCP tools."""
+
+    def __init__(self, app: Any, keys: KeyRing, open_paths: tuple[str, ...] = _OPEN_PATHS) -> None:
+        self.app, self.keys, self.open_paths = app, keys, open_paths
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] not in self.open_paths:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+            key = self.keys.find(presented_key(headers))
+            if key is None:
+                await JSONResponse(_error_json("Unauthorized", "a valid API key is needed "
+                                               f"({API_KEY_HEADER} header or Bearer token)", 401),
+                                   status_code=401, headers={"WWW-Authenticate": "Bearer",
+                                                             "Connection": "close"})(scope, receive, send)
+                return
+            namespace = _path_namespace(scope["path"])
+            if namespace is not None and not key.allows(namespace):
+                body = wire.error_to_wire(AccessDeniedError(f"{key.rule()} only, not {namespace[:200]!r}"))
+                await JSONResponse(body, status_code=403, headers={"Connection": "close"})(scope, receive, send)
+                return
+            scope.setdefault("state", {})[STATE_KEY] = key
         await self.app(scope, receive, send)
+
+
+def key_of(request: Request) -> ApiKey | None:
+    """The API key :class:`AccessControl` found for ``request`` (None on a keyless server)."""
+    return (request.scope.get("state") or {}).get(STATE_KEY)
 
 
 def key_matches(headers: Any, api_key: str) -> bool:
-    """``X-API-Key: KEY`` or ``Authorization: Bearer KEY`` (compared in constant time)."""
-    given = headers.get(API_KEY_HEADER.lower()) or ""
-    auth = headers.get("authorization") or ""
-    if not given and auth[:7].lower() == "bearer ":
-        given = auth[7:].strip()
-    return bool(given) and hmac.compare_digest(given.encode("utf-8", "replace"), api_key.encode("utf-8"))
-
-
-class RequireKey:
-    """Requests under ``prefixes`` need the API key (401 otherwise)."""
-
-    def __init__(self, app: Any, api_key: str, prefixes: tuple[str, ...] = ("/",)) -> None:
-        self.app, self.api_key, self.prefixes = app, api_key, prefixes
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(self.prefixes) \
-                and scope["path"] not in _OPEN_PATHS:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-            if not key_matches(headers, self.api_key):
-                await JSONResponse(_error_json("Unauthorized", "a valid API key is needed "
-                                               f"({API_KEY_HEADER} header or Bearer token)", 401),
-                                   status_code=401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+    """``X-API-Key: KEY`` or ``Authorization: Bearer KEY`` is ``api_key`` (compared in
+    constant time)."""
+    return KeyRing.single(api_key).find(presented_key(
+        {k.lower(): v for k, v in headers.items()} if hasattr(headers, "items") else headers)) is not None
 
 
 def _error_json(kind: str, message: str, status: int, **extra: Any) -> dict[str, Any]:
@@ -336,19 +400,43 @@ def _id(node_id: str) -> str:
         raise InvalidInputError("the memory id in the URL is not percent-encoded UTF-8") from None
 
 
+#: How much of a refused value an error echoes back (strings, items of a list or object).
+_ECHO_CHARS, _ECHO_ITEMS = 200, 20
+
+
+def _echo(value: Any) -> Any:
+    """A refused request's values as an error may echo them: JSON-encodable (``NaN`` and
+    the infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, since JSON
+    has no such numbers) and short (long strings cut, long lists and objects cut), so
+    that answering a client's mistake can neither fail nor send its body back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, str) and len(value) > _ECHO_CHARS:
+        return f"{value[:_ECHO_CHARS]}... ({len(value)} characters)"
+    if isinstance(value, dict):
+        return {_echo(str(k)): _echo(v) for k, v in list(value.items())[:_ECHO_ITEMS]}
+    if isinstance(value, (list, tuple)):
+        return [_echo(v) for v in value[:_ECHO_ITEMS]]
+    return value
+
+
 def _install_errors(app: FastAPI) -> None:
     from ..errors import SynapseError
 
     @app.exception_handler(SynapseError)
     async def synapse_error(request: Request, exc: SynapseError) -> JSONResponse:
         body = wire.error_to_wire(exc)
-        if body["error"]["status"] >= 500:
-            logger.error("%s %s failed: %s", request.method, request.url.path, exc)
-        return JSONResponse(body, status_code=body["error"]["status"])
+        status = body["error"]["status"]
+        retry = wire.retry_after(exc)
+        if status >= 500:
+            (logger.warning if retry else logger.error)("%s %s failed: %s", request.method,
+                                                        request.url.path, exc)
+        return JSONResponse(body, status_code=status,
+                            headers={"Retry-After": str(retry)} if retry else None)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        details = jsonable_encoder(exc.errors(), custom_encoder={bytes: lambda b: b.decode("latin-1")})
+        details = _echo(jsonable_encoder(exc.errors(), custom_encoder={bytes: lambda b: b.decode("latin-1")}))
         first = details[0] if details else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         message = f"{where}: {first.get('msg', 'invalid request')}" if where else first.get("msg", "invalid request")
@@ -367,34 +455,38 @@ def _install_errors(app: FastAPI) -> None:
                                         "see the server log", 500), status_code=500)
 
 
-_ERRORS_DOC = {status: {"model": ErrorOut} for status in (400, 404, 409, 422, 503)}
+_ERRORS_DOC = {status: {"model": ErrorOut} for status in (400, 404, 409, 413, 422, 503)}
 
 
 # ---------------------------------------------------------------------------------------
 # the app
 # ---------------------------------------------------------------------------------------
 def create_app(path: str | Path | None = None, *, service: MemoryService | None = None,
-               embedder: Any = None, api_key: str | None = None, mcp: bool = False,
-               host: str = "127.0.0.1", **engine_kwargs: Any) -> FastAPI:
+               embedder: Any = None, api_key: str | None = None, keys: KeyRing | None = None,
+               mcp: bool = False, host: str = "127.0.0.1", **engine_kwargs: Any) -> FastAPI:
     """The REST API over the memory folder ``path`` (or over ``service``).
 
     Args:
         path: the memory folder this server owns (``None``: a temporary one).
         service: an existing :class:`MemoryService` instead of ``path``.
         embedder: the embedder of every namespace (default: the packaged MiniLM).
-        api_key: when set, every ``/v1`` route needs it (``X-API-Key`` or Bearer).
+        api_key: when set, every route but ``/health`` and the docs needs it
+            (``X-API-Key`` or Bearer), and it may use every namespace (one-user setups).
+        keys: API keys bound to namespace patterns (:class:`~.access.KeyRing`, one per app
+            or tenant), with or instead of ``api_key``.
         mcp: also serve the MCP tools over streamable HTTP at ``/mcp`` on the same
             memories (so REST clients and MCP agents share one memory).
         host: the address the server binds (the MCP endpoint's DNS-rebinding protection
             allows only localhost names when it is a loopback address).
         **engine_kwargs: passed to every ``Synapse(...)`` (``config``, ...).
     """
+    ring = key_ring(api_key, keys)
     svc = service if service is not None else MemoryService(path, embedder=embedder, **engine_kwargs)
     mcp_server = None
     if mcp:
         from .mcp import create_mcp_server
 
-        mcp_server = create_mcp_server(svc, host=host, streamable_http_path="/mcp")
+        mcp_server = create_mcp_server(svc, host=host, streamable_http_path="/mcp", keys=ring)
         mcp_app = mcp_server.streamable_http_app()
 
     @contextlib.asynccontextmanager
@@ -417,12 +509,14 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
     _install_errors(app)
 
     security: list[Any] = []
-    if api_key:
+    if ring is not None:
         header = APIKeyHeader(name=API_KEY_HEADER, auto_error=False,
-                              description="the server's API key (or Authorization: Bearer)")
+                              description="an API key of the server (or Authorization: Bearer)")
 
         def check_key(request: Request, _: Optional[str] = Depends(header)) -> None:
-            if not key_matches(request.headers, api_key):
+            """The key in the OpenAPI spec; :class:`AccessControl` checked it before the
+            body was read, and this refuses any request that did not pass there."""
+            if key_of(request) is None:
                 raise HTTPException(401, "a valid API key is needed", headers={"WWW-Authenticate": "Bearer"})
         security = [Depends(check_key)]
 
@@ -432,28 +526,28 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
         return svc.health()
 
     v1 = APIRouter(prefix="/v1", dependencies=security,
-                   responses={401: {"model": ErrorOut}, **_ERRORS_DOC})
+                   responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, **_ERRORS_DOC})
     _routes(v1, svc)
     app.include_router(v1)
     if mcp_server is not None:
         app.router.routes.extend(mcp_app.routes)  # /mcp, run by the lifespan above
 
-    if api_key and mcp_server is not None:
-        app.add_middleware(RequireKey, api_key=api_key, prefixes=("/mcp",))
-    app.add_middleware(RawSegments)
+    # outermost last: the path as the router sees it, then the key, then the body
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    if ring is not None:
+        app.add_middleware(AccessControl, keys=ring)
+    app.add_middleware(RawSegments)
     return app
-
-
 
 
 def _routes(r: APIRouter, svc: MemoryService) -> None:
     tag = ["memory"]
 
     @r.get("/namespaces", tags=["server"])
-    def namespaces() -> dict[str, list[str]]:
-        """The namespaces stored in this folder."""
-        return {"namespaces": svc.namespaces()}
+    def namespaces(request: Request) -> dict[str, list[str]]:
+        """The namespaces stored in this folder (those the API key may use)."""
+        key = key_of(request)
+        return {"namespaces": [ns for ns in svc.namespaces() if key is None or key.allows(ns)]}
 
     @r.get("/namespaces/{namespace}", tags=tag)
     def inspect_namespace(namespace: str) -> dict[str, Any]:

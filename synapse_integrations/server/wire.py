@@ -41,10 +41,12 @@ from ..types import (
     RetrievedItem,
     ScoreComponents,
 )
+from .access import AccessDeniedError
 
 __all__ = [
     "ERRORS",
     "error_status",
+    "retry_after",
     "error_to_wire",
     "error_from_wire",
     "gate_reason",
@@ -67,7 +69,8 @@ ERRORS: tuple[tuple[type[BaseException], int], ...] = (
     (InvalidInputError, 400),       # the right type, an unusable value
     (UnknownNamespaceError, 404),   # no memory of that name
     (NodeNotFoundError, 404),       # no memory id of that name in this namespace
-    (MemoryLockedError, 409),       # the folder is open in another process
+    (AccessDeniedError, 403),       # the API key may not use this namespace
+    (MemoryLockedError, 503),       # the memory is busy (held by another caller or process): retry
     (SnapshotError, 500),           # every snapshot unreadable: an operator's job
     (StorageError, 503),            # Chroma or the disk failed: retry later
     (EmbeddingError, 500),          # the server's embedder misbehaved
@@ -108,13 +111,36 @@ def error_status(exc: BaseException) -> int:
     return 500
 
 
+#: Seconds a client should wait before it retries a request answered with a 503.
+RETRY_AFTER_S = 1
+_BUSY = "the memory is busy"
+
+
+def retry_after(exc: BaseException) -> int | None:
+    """Seconds after which the request may succeed if sent again (a ``Retry-After``
+    header): for a busy memory or a store that failed (503s); None otherwise.
+
+    >>> retry_after(MemoryLockedError("held")), retry_after(NodeNotFoundError("x"))
+    (1, None)
+    """
+    return RETRY_AFTER_S if isinstance(exc, StorageError) else None
+
+
 def error_to_wire(exc: BaseException) -> dict[str, Any]:
     """``{"error": {"type", "message", "status"[, "categories"]}}``: the body of every
-    error response (the firewall's categories name what was found, never the value)."""
+    error response (the firewall's categories name what was found, never the value). A
+    busy memory says so, and that the request may be sent again.
+
+    >>> error_to_wire(MemoryLockedError("open in another process"))["error"]["message"]
+    'the memory is busy (held by another request or process); retry shortly: open in another process'
+    """
     status = error_status(exc)
     name = type(exc).__name__ if isinstance(exc, SynapseError) else (
         "InternalError" if status >= 500 else type(exc).__name__)
-    body: dict[str, Any] = {"type": name, "message": str(exc) or name, "status": status}
+    message = str(exc) or name
+    if isinstance(exc, MemoryLockedError) and not message.startswith(_BUSY):
+        message = f"{_BUSY} (held by another request or process); retry shortly: {message}"
+    body: dict[str, Any] = {"type": name, "message": message, "status": status}
     if isinstance(exc, FirewallBlockedError):
         body["categories"] = list(exc.categories)
     return {"error": body}
