@@ -87,8 +87,8 @@ def test_normalised_text_is_stored_unchanged_and_not_flagged_again(mem):
 
 
 def test_the_table_reads_c1_as_cp1252_and_replaces_the_rest():
-    assert normalise_text("\x80\x85\x91\x92\x96\x97\x9c") == ("\u20ac\u2026\u2018\u2019\u2013\u2014\u0153",
-                                                             {"cp1252": 7})
+    assert normalise_text("\x80\x85\x91\x92\x96\x97\x9c") == (
+        "\u20ac\u2026\u2018\u2019\u2013\u2014\u0153", {"cp1252": 7})
     for undefined in "\x81\x8d\x8f\x90\x9d":  # no cp1252 character: replaced
         assert normalise_text(undefined) == (REPLACEMENT, {"replaced": 1})
     for kept in "\t\n\r":

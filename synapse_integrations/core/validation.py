@@ -292,7 +292,9 @@ def validate_turns(turns: Sequence[str | Mapping[str, Any]], firewall: Firewall
         except SynapseError as exc:
             if len(turns) > 1 and exc.args:
                 node_id = turn.get("id") if isinstance(turn, Mapping) else None
-                which = f"turn {k}" + (f" (id {node_id[:80]!r})" if isinstance(node_id, str) else "")
+                which = f"turn {k}"
+                if isinstance(node_id, str):
+                    which += f" (id {node_id[:80]!r})"
                 exc.args = (f"{which}: {exc.args[0]}", *exc.args[1:])
             raise
     return rows

@@ -17,6 +17,11 @@ named by a keyword -- ``password=...``, ``.env`` lines such as ``DB_PASSWORD=...
 (emails, phone numbers, card numbers, US SSNs) is **allowed** unless you opt in, because a
 memory of a conversation usually needs names and contact details.
 
+Before the firewall, and whether it is on or off, control characters in turn text are
+normalised, never refused (:func:`synapse_integrations.core.validation.normalise_text`:
+C1 controls read as cp1252, the rest replaced; recorded in the turn's metadata as
+``text_normalised``), so a detector never sees them.
+
 The detectors are in :mod:`.detectors`; ``python -m synapse_integrations.firewall`` measures
 them on the labelled corpus in ``tests/fixtures/`` (:mod:`.evaluate`).
 
