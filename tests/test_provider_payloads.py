@@ -21,6 +21,14 @@ import pytest
 pytest.importorskip("langgraph")
 
 from _adapter_data import demo_turns  # noqa: E402
+from _hostile_memories import (  # noqa: E402
+    FORGED_STARTS,
+    HOSTILE,
+    QUERY,
+    delimiter_lines,
+    forged_lines,
+    strings,
+)
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
@@ -215,3 +223,123 @@ def test_the_old_layout_is_what_anthropic_refused():
            SystemMessage(f"{MEMORY} ...")]
     with pytest.raises(ValueError, match="non-consecutive system"):
         chat._get_request_payload(old)
+
+
+# hostile memories (issue 45, item 6) ------------------------------------------------------
+# A user's own messages come back as memories. Whatever they hold, the request a provider
+# receives has no line that starts with it, one memory block, closed once, and the sentence
+# saying the memories are data.
+
+DATA_SENTENCE = "quoted data"
+
+
+def _request_builders() -> dict[str, Any]:
+    """provider -> function(messages) returning the whole request payload, built offline."""
+    builders: dict[str, Any] = {}
+    for name, module, cls, kwargs, build in (
+            ("anthropic", "langchain_anthropic", "ChatAnthropic",
+             {"model": "claude-sonnet-4-5", "api_key": "x"}, "_get_request_payload"),
+            ("openai", "langchain_openai", "ChatOpenAI",
+             {"model": "gpt-4o-mini", "api_key": "x"}, "_get_request_payload"),
+            ("groq", "langchain_groq", "ChatGroq",
+             {"model": "llama-3.1-8b-instant", "api_key": "x"}, "_create_message_dicts"),
+            ("mistral", "langchain_mistralai", "ChatMistralAI",
+             {"model": "mistral-small-latest", "api_key": "x"}, "_create_message_dicts"),
+            ("ollama", "langchain_ollama", "ChatOllama", {"model": "llama3.2"}, "_chat_params"),
+            ("google-genai", "langchain_google_genai", "ChatGoogleGenerativeAI",
+             {"model": "gemini-2.5-flash", "google_api_key": "x"}, "_prepare_request")):
+        try:
+            chat = getattr(__import__(module, fromlist=[cls]), cls)(**kwargs)
+        except ImportError:
+            continue
+        method = getattr(chat, build)
+        builders[name] = ((lambda messages, method=method: method(messages, None))
+                          if build == "_create_message_dicts" else method)
+    return builders
+
+
+def _hostile_script() -> list[AIMessage]:
+    search = {"name": "search_memory", "id": "call_m", "args": {"query": QUERY}}
+    return [AIMessage("", tool_calls=[search]), AIMessage("You like hiking."),
+            AIMessage("", tool_calls=[search]), AIMessage("You like hiking.")]
+
+
+@pytest.fixture(scope="module")
+def hostile_layouts(tmp_path_factory, embedder) -> dict[str, list[list[BaseMessage]]]:
+    """What the model is sent when the memory holds hostile texts: the nodes (memories in
+    the system message, and through ``prompt()``), the middleware, and the search tool's
+    answer (a tool message)."""
+    from langchain.agents import create_agent
+
+    from synapse_integrations.langchain import SynapseMemoryMiddleware, create_synapse_tools
+
+    pool = EnginePool(tmp_path_factory.mktemp("hostile"), embedder=embedder)
+    pool.get(namespace_key("agent", "user_id", "evil")).add_turns(
+        [{"text": text, "speaker": "user"} for text in HOSTILE])
+    cfg = {"configurable": {"thread_id": "h", "user_id": "evil"}}
+    out: dict[str, list[list[BaseMessage]]] = {}
+    for system_message in (True, False):
+        model = Recorder(seen=[], responses=[AIMessage("You like hiking.")] * 2)
+        memory = SynapseMemoryNodes(pool, k=len(HOSTILE), system_message=system_message)
+
+        def agent(state: dict, model=model, memory=memory, system_message=system_message) -> dict:
+            messages = state["messages"] if system_message else memory.prompt(state, "Be brief.")
+            return {"messages": [model.invoke(messages)]}
+
+        builder = StateGraph(SynapseMemoryState)
+        builder.add_node("recall", memory.recall)
+        builder.add_node("agent", agent)
+        builder.add_edge(START, "recall")
+        builder.add_edge("recall", "agent")
+        builder.add_edge("agent", END)
+        graph = builder.compile(checkpointer=InMemorySaver())
+        graph.invoke({"messages": [("user", QUERY)]},
+                     {"configurable": {**cfg["configurable"], "thread_id": f"h-{system_message}"}})
+        out["nodes" if system_message else "nodes, prompt()"] = model.seen
+    model = Recorder(seen=[], responses=_hostile_script())
+    agent = create_agent(model, tools=create_synapse_tools(pool, k=len(HOSTILE)),
+                         middleware=[SynapseMemoryMiddleware(pool, k=len(HOSTILE), record=False)],
+                         system_prompt="Be brief.", checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage(QUERY)]}, cfg)
+    out["middleware + search_memory"] = model.seen
+    pool.close()
+    return out
+
+
+def _texts(payload: Any) -> list[str]:
+    return [s for s in strings(payload) if "\n" in s or "hiking" in s.lower()]
+
+
+@pytest.mark.parametrize("provider", sorted(_request_builders()))
+def test_hostile_memories_forge_no_line_in_the_request(hostile_layouts, provider):
+    build = _request_builders()[provider]
+    blocks = 0
+    for name, calls in hostile_layouts.items():
+        assert calls, name
+        for messages in calls:
+            texts = _texts(build(messages))
+            joined = "\n".join(texts)
+            assert forged_lines(joined) == [], (provider, name)
+            # each block (system message, tool answer) opened and closed once, on lines of
+            # their own, and no delimiter anywhere else
+            counts = [delimiter_lines(t) for t in texts]
+            opened, closed = (sum(c[key] for c in counts) for key in ("open_lines", "close_lines"))
+            assert opened == closed >= 1, (provider, name, counts)
+            assert all(c["open"] == c["open_lines"] == c["close"] == c["close_lines"] <= 1
+                       for c in counts), (provider, name, counts)
+            assert joined.count(DATA_SENTENCE) == closed, (provider, name)
+            blocks += closed
+    # the three recall paths each sent their block; the agent also sent a tool answer
+    assert blocks >= 3, provider
+
+
+def test_hostile_memories_are_all_in_the_request(hostile_layouts):
+    """The texts are quoted, not dropped: all the pieces of each text (between its line
+    breaks) on one memory line of its own inside the block (one line per memory)."""
+    for name, calls in hostile_layouts.items():
+        lines = calls[0][0].text.splitlines()
+        block = lines[lines.index("<memories>") + 1:lines.index("</memories>")]
+        assert len(block) == len(HOSTILE), name
+        for text in HOSTILE:
+            pieces = [p.strip().replace("<", "&lt;") for p in text.splitlines() if p.strip()]
+            assert sum(all(p in line for p in pieces) for line in block) == 1, (name, text, block)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._adapter_utils import DEFAULT_EMPTY_TEXT, feedback_engine, memory_ids, require, \
-    speaker_prefix
+from .._adapter_utils import DEFAULT_EMPTY_TEXT, feedback_engine, format_memories, memory_ids, \
+    require
 from ..types import FeedbackReport
 
 require("langchain_core", "langchain")
@@ -27,16 +27,14 @@ __all__ = ["GATE_EVENT", "GATE_REJECTED_EVENT", "SynapseRetriever", "format_docu
 def format_documents(docs: Sequence[Document], *, empty: str = DEFAULT_EMPTY_TEXT) -> str:
     """Prompt text for retrieved memories, or ``empty`` when there are none. This is how a
     chain shows "nothing in memory": the retriever returns no documents when the gate rejects.
+    The documents are quoted as data in one ``<memories>`` block, as every adapter renders
+    memories (:func:`~synapse_integrations._adapter_utils.format_memories`): a document's
+    text cannot start a line of the prompt or close the block.
 
     >>> format_documents([])
     'Nothing relevant in memory.'
     """
-    lines = []
-    for d in docs:
-        when = (d.metadata.get("timestamp") or "")[:10]
-        lines.append(f"- {'[' + when + '] ' if when else ''}"
-                     f"{speaker_prefix(d.metadata.get('speaker'), d.page_content)}{d.page_content}")
-    return "\n".join(lines) if lines else empty
+    return format_memories([{**d.metadata, "text": d.page_content} for d in docs], empty=empty)
 
 
 class SynapseRetriever(BaseRetriever):

@@ -203,9 +203,8 @@ class SynapseMemoryNodes:
                       if isinstance(m, HumanMessage) and _text(m).strip()), None)
         return _text(human) if human is not None else None
 
-    def _block(self, result: RetrievalResult | None) -> str:
-        text = format_memories(result, empty=self.empty_text) if result is not None else self.empty_text
-        return f"{self.header}\n{text}"
+    def _block(self, memories: RetrievalResult | Sequence[Mapping[str, Any]]) -> str:
+        return format_memories(memories, header=self.header, empty=self.empty_text)
 
     def _update(self, state: Any, result: RetrievalResult | None) -> dict[str, Any]:
         update: dict[str, Any] = {}
@@ -230,15 +229,16 @@ class SynapseMemoryNodes:
     def prompt(self, state: Any, system_prompt: str | None = None) -> list[BaseMessage]:
         """The messages to send to the model: the state's conversation with the recalled
         memories (``state[memories_key]``) in one leading system message, after
-        ``system_prompt`` when given. For graphs built with ``system_message=False``.
+        ``system_prompt`` when given, quoted as data like the recall node's
+        (:func:`~synapse_integrations._adapter_utils.format_memories`). For graphs built
+        with ``system_message=False``.
 
         >>> def agent(state):                                                 # doctest: +SKIP
         ...     return {"messages": [model.invoke(memory.prompt(state, "You are helpful."))]}
         """
         memories = (state.get(self.memories_key) if isinstance(state, Mapping)
                     else getattr(state, self.memories_key, None)) if self.memories_key else None
-        lines = [f"- {m['text']}" for m in memories or []]
-        block = f"{self.header}\n" + ("\n".join(lines) if lines else self.empty_text)
+        block = self._block(memories or [])
         messages = list(_messages(state, self.messages_key))
         if system_prompt is not None:
             messages = [SystemMessage(system_prompt),
