@@ -178,3 +178,126 @@ def test_non_finite_numbers_are_a_4xx_and_the_connection_stays_usable(tmp_path):
         echoed = client.post("/v1/namespaces/u/retrieve", content='{"query": "x", "k": NaN}',
                              headers={"content-type": "application/json"}).json()["error"]
         assert echoed["details"][0]["input"] == "NaN"  # echoed as text, as JSON can carry it
+
+
+@pytest.mark.server
+def test_a_request_to_another_tenants_namespace_is_refused_before_its_body_is_read(tmp_path):
+    key_file = tmp_path / "keys.json"
+    key_file.write_text(json.dumps({"keys": [{"name": "alice-app", "key": "key-of-alice", "namespaces": ["alice"]},
+                                             {"name": "bob-app", "key": "key-of-bob-0", "namespaces": ["bob"]}]}))
+    with ServerProcess("http", tmp_path / "mem", *H, "--key-file", str(key_file)) as srv:
+        url = f"{srv.url}/v1/namespaces/bob/turns"
+        before, growth, r = rss_growth_mib(srv.proc.pid,
+                                           lambda: _post_chunked(url, 200 * MiB, {"X-API-Key": "key-of-alice"}))
+        print(f"\n200 MiB chunked body, Alice's key on Bob's namespace: RSS {before:.0f} MiB, "
+              f"peak growth {growth:.1f} MiB, answer {r.status_code}")
+        assert r.status_code == 403 and "'alice-app'" in r.json()["error"]["message"]
+        assert growth < 16
+
+
+# ---------------------------------------------------------------------------------------
+# a busy memory: retryable (503, Retry-After), never the 409 that means "already stored"
+# ---------------------------------------------------------------------------------------
+def test_a_busy_memory_is_a_503_with_retry_after_and_a_reused_id_stays_409(tmp_path):
+    from synapse_integrations.errors import InvalidInputError, MemoryLockedError
+    from synapse_integrations.server.client import RemoteMemory
+
+    path = tmp_path / "mem"
+    with rest_server(path, embedder=HashingEmbedder()) as srv:
+        url = f"{srv.url}/v1/namespaces/held/turns"
+        turn = {"turns": [{"text": "Dana moved to Lisbon.", "id": "t1"}]}
+        held = Synapse(path, namespace="held", embedder=HashingEmbedder())  # another holder of the memory
+        try:
+            r = httpx.post(url, json=turn)
+            assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text
+            err = r.json()["error"]
+            assert err["type"] == "MemoryLockedError" and err["message"].startswith("the memory is busy")
+            with RemoteMemory(srv.url, "held") as mem, pytest.raises(MemoryLockedError, match="busy"):
+                mem.add_turns(turn["turns"])
+        finally:
+            held.close()
+        # retried once the memory is free: stored; sent again: 409, "already stored"
+        assert httpx.post(url, json=turn).json() == {"ids": ["t1"]}
+        again = httpx.post(url, json=turn)
+        assert again.status_code == 409 and "already used" in again.json()["error"]["message"]
+        with RemoteMemory(srv.url, "held") as mem, pytest.raises(InvalidInputError, match="already used"):
+            mem.add_turns(turn["turns"])
+    from synapse_integrations.server import wire
+
+    assert [status for cls, status in wire.ERRORS if cls is MemoryLockedError] == [503]
+    assert 409 not in {status for _, status in wire.ERRORS}  # 409 is only a reused id
+
+
+# ---------------------------------------------------------------------------------------
+# the end of a server and of MCP sessions
+# ---------------------------------------------------------------------------------------
+@pytest.mark.server
+@pytest.mark.parametrize("kind", ["http", "mcp"])
+def test_sigterm_exits_0_after_the_final_snapshot(tmp_path, kind):
+    from synapse_integrations.server.client import RemoteMemory
+
+    path = tmp_path / "mem"
+    extra = ("--transport", "http") if kind == "mcp" else ()
+    srv = ServerProcess("http" if kind == "http" else "mcp", path, *H, *extra).start()
+    try:
+        if kind == "http":
+            with RemoteMemory(srv.url, "u1") as mem:  # fewer turns than snapshot_every: no snapshot yet
+                ids = mem.add_turns([{"text": f"turn {i} about Lisbon", "id": f"t{i}"} for i in range(7)])
+        else:
+            ids = _mcp_store(srv.url, "u1", [{"text": f"turn {i} about Lisbon", "id": f"t{i}"} for i in range(7)])
+        srv.proc.send_signal(signal.SIGTERM)
+        code = srv.proc.wait(timeout=60)
+    finally:
+        srv.stop()
+    log = srv.log_path.read_text()
+    assert code == 0, (code, log[-2000:])
+    assert "Traceback" not in log and "ERROR" not in log, log[-2000:]
+    with Synapse(path, namespace="u1", embedder=HashingEmbedder()) as mem:
+        report = mem.load_report
+        # every turn came from the final snapshot: nothing re-attached from loose vectors
+        assert report.ok and report.actions == () and report.problems == (), report
+        assert [e["id"] for e in mem.episodes()] == ids
+
+
+def _mcp_store(url: str, namespace: str, turns: list[dict[str, Any]]) -> list[str]:
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async def store() -> list[str]:
+        async with streamablehttp_client(f"{url}/mcp") as (read, write, _), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("store_turns", {"namespace": namespace, "turns": turns})
+            assert not result.isError, result.content[0].text
+            return result.structuredContent["ids"]
+
+    return anyio.run(store)
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("kind", ["http", "mcp"])
+def test_mcp_sessions_that_end_normally_log_no_error(tmp_path, kind):
+    """Several SDK client sessions over streamable HTTP, each opened, used and closed as a
+    client does (the SDK ends its session on exit): the server logs nothing at ERROR."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    extra = ("--mcp",) if kind == "http" else ("--transport", "http")
+    with ServerProcess(kind, tmp_path / "mem", *H, *extra, "--log-level", "info") as srv:
+        async def sessions() -> None:
+            for i in range(4):
+                async with streamablehttp_client(f"{srv.url}/mcp") as (read, write, _), \
+                        ClientSession(read, write) as session:
+                    await session.initialize()
+                    result = await session.call_tool("store_turns", {"namespace": "u", "turns": [{"text": f"t{i}"}]})
+                    assert not result.isError
+                    await session.call_tool("retrieve", {"namespace": "u", "query": "t"})
+                await anyio.sleep(0.2)  # let the server finish the session's teardown
+            await anyio.sleep(0.5)
+
+        anyio.run(sessions)
+        log = srv.log_path.read_text()
+    assert log.count("POST /mcp") >= 12, log[-2000:]  # the requests are in the log: it is read
+    assert "ERROR" not in log and "Traceback" not in log, log[-3000:]

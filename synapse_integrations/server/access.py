@@ -121,10 +121,12 @@ class KeyRing:
         if not self.keys:
             raise InvalidInputError("a key ring needs at least one key")
         for attr in ("name", "digest"):
-            values = [getattr(k, attr) for k in self.keys]
-            if len(set(values)) != len(values):
-                raise InvalidInputError(f"two API keys have the same {'secret' if attr == 'digest' else attr}"
-                                        + ("" if attr == "digest" else f": {values}"))
+            seen: dict[Any, ApiKey] = {}
+            for key in self.keys:
+                other = seen.setdefault(getattr(key, attr), key)
+                if other is not key:
+                    what = "secret" if attr == "digest" else "name"
+                    raise InvalidInputError(f"two API keys have the same {what}: {other.name!r} and {key.name!r}")
 
     def __repr__(self) -> str:
         return f"KeyRing({[k.name for k in self.keys]})"
@@ -165,7 +167,10 @@ class KeyRing:
                 raise InvalidInputError(f"{where} ({name!r}): namespaces must be a non-empty list "
                                         "of patterns (e.g. [\"alice\"], [\"team-*\"], [\"*\"])")
             keys.append(ApiKey.of(name, secret, patterns))
-        return cls(keys)
+        try:
+            return cls(keys)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{source}: {exc}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> KeyRing:

@@ -1,9 +1,14 @@
 """The ``synapse serve`` and operator subcommands (registered by :mod:`synapse_integrations.cli`).
 
-``synapse serve http --path DIR [--host 127.0.0.1 --port 8765] [--api-key KEY] [--mcp]``
+``synapse serve http --path DIR [--host 127.0.0.1 --port 8765] [--api-key KEY] [--key-file FILE] [--mcp]``
     the REST API (and, with ``--mcp``, the MCP tools at ``/mcp`` on the same memories);
-``synapse serve mcp --path DIR [--transport stdio|http] [--host --port] [--api-key KEY]``
+``synapse serve mcp --path DIR [--transport stdio|http] [--host --port] [--api-key KEY] [--key-file FILE]``
     the MCP server.
+
+``--api-key`` is one key for every namespace (one-user setups); ``--key-file`` (or the same
+JSON in ``SYNAPSE_API_KEYS``) holds one key per app or tenant, each bound to namespace
+patterns (:mod:`.access`). SIGTERM or SIGINT stops a server gracefully: the final snapshot
+is written, and it exits 0.
 
 Operator commands work on a folder directly (``--path DIR``: they take its lock, so no
 server may hold it) or on a server (``--url URL [--api-key KEY]``), one namespace at a
@@ -39,6 +44,7 @@ __all__ = ["add_commands"]
 
 DEFAULT_PORT = 8765
 ENV_KEY = "SYNAPSE_API_KEY"
+ENV_KEYS = "SYNAPSE_API_KEYS"
 
 
 # ---------------------------------------------------------------------------------------
@@ -353,11 +359,22 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _serve_guard(args: argparse.Namespace, key: str | None) -> None:
-    if not key and not _loopback(args.host) and not args.insecure_no_key:
+def _serve_guard(args: argparse.Namespace, key: str | None, keys: Any) -> None:
+    if not key and keys is None and not _loopback(args.host) and not args.insecure_no_key:
         raise InvalidInputError(
             f"refusing to serve on {args.host} without an API key: pass --api-key (or set "
-            f"{ENV_KEY}), bind to 127.0.0.1, or pass --insecure-no-key")
+            f"{ENV_KEY}) or --key-file (or {ENV_KEYS}), bind to 127.0.0.1, or pass --insecure-no-key")
+
+
+def _key_ring(args: argparse.Namespace) -> Any:
+    """The keys bound to namespaces: ``--key-file`` or, without it, ``$SYNAPSE_API_KEYS``
+    (the same JSON); None when neither."""
+    from .access import KeyRing
+
+    if args.key_file:
+        return KeyRing.load(args.key_file)
+    inline = os.environ.get(ENV_KEYS, "").strip()
+    return KeyRing.parse(inline, source=f"${ENV_KEYS}") if inline else None
 
 
 def _service(args: argparse.Namespace) -> Any:
@@ -381,13 +398,13 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
     from .rest import create_app
     from .serving import run_uvicorn, stop_signals
 
-    key = _api_key(args)
-    _serve_guard(args, key)
+    key, keys = _api_key(args), _key_ring(args)
+    _serve_guard(args, key, keys)
     service = _service(args)
-    app = create_app(service=service, api_key=key, mcp=args.mcp, host=args.host)
+    app = create_app(service=service, api_key=key, keys=keys, mcp=args.mcp, host=args.host)
+    guard = f"; {len(keys.keys) + bool(key)} API keys" if keys is not None else "; API key required" if key else ""
     print(f"SYNAPSE memory server: http://{args.host}:{args.port} (folder {service.path}; "
-          f"docs at /docs{'; MCP at /mcp' if args.mcp else ''}{'; API key required' if key else ''})",
-          file=sys.stderr, flush=True)
+          f"docs at /docs{'; MCP at /mcp' if args.mcp else ''}{guard})", file=sys.stderr, flush=True)
     with stop_signals() as stopped:
         try:
             run_uvicorn(app, host=args.host, port=args.port, log_level=args.log_level)
@@ -401,13 +418,13 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
 def cmd_serve_mcp(args: argparse.Namespace) -> int:
     from .mcp import run_mcp
 
-    key = _api_key(args)
+    key, keys = _api_key(args), _key_ring(args)
     if args.transport == "http":
-        _serve_guard(args, key)
+        _serve_guard(args, key, keys)
         print(f"SYNAPSE MCP server: http://{args.host}:{args.port}/mcp (folder {args.path})",
               file=sys.stderr, flush=True)
-    run_mcp(_service(args), transport=args.transport,
-            host=args.host, port=args.port, api_key=key, log_level=args.log_level)
+    run_mcp(_service(args), transport=args.transport, host=args.host, port=args.port, api_key=key,
+            keys=keys, log_level=args.log_level)
     return 0
 
 
@@ -446,7 +463,11 @@ def add_commands(sub: Any) -> None:
     common.add_argument("--path", required=True, help="the memory folder this server owns")
     common.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     common.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
-    common.add_argument("--api-key", help=f"require this key (default: ${ENV_KEY}; none)")
+    common.add_argument("--api-key", help=f"require this key, for every namespace (default: ${ENV_KEY}; none)")
+    common.add_argument("--key-file", metavar="FILE",
+                        help="JSON of API keys bound to namespace patterns, one per app or tenant: "
+                             '{"keys": [{"name": "alice-app", "key": "...", "namespaces": ["alice"]}]} '
+                             f"(default: the same JSON in ${ENV_KEYS})")
     common.add_argument("--insecure-no-key", action="store_true",
                         help="allow a non-loopback --host without an API key")
     common.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm",
