@@ -15,6 +15,7 @@ import hashlib
 import logging
 import re
 import shutil
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,30 +47,97 @@ def ephemeral_client() -> Any:
         raise StorageError(f"cannot start an in-memory Chroma: {exc}") from exc
 
 
+#: Makes starting and stopping an embedded Chroma one step each. Chroma counts the clients
+#: of a folder's shared system under its own lock, but looks the system up, starts it and
+#: stops it outside that lock: a client made while the last other one closes gets the
+#: system being stopped ("'RustBindingsAPI' object has no attribute 'bindings'", "Could
+#: not connect to tenant default_tenant"), which a pool opening and closing engines on
+#: several threads met 103 times in 240 writes.
+_CLIENTS_LOCK = threading.Lock()
+
+
 def persistent_client(path: str | Path) -> Any:
-    """An embedded Chroma client storing its files under ``path``."""
+    """An embedded Chroma client storing its files under ``path`` (clients of one folder
+    share one system in a process; see :func:`close_client`)."""
     import chromadb
 
     try:
-        return chromadb.PersistentClient(path=str(path), settings=_settings())
+        with _CLIENTS_LOCK:
+            return chromadb.PersistentClient(path=str(path), settings=_settings())
     except Exception as exc:  # chroma raises many kinds; name the path
         raise StorageError(f"cannot open embedded Chroma at {path}: {exc}") from exc
+
+
+#: Chroma collections, each with an HNSW index, that one namespace holds at most: ``active``,
+#: ``archive`` and the record of forgotten ids (see :class:`ChromaVectors`).
+INDEXES_PER_NAMESPACE = 3
+
+
+def embedded_index_capacity() -> int | None:
+    """How many HNSW indexes an embedded Chroma started now keeps loaded, or None where
+    this is not known (not Linux/macOS, or a Chroma without the Rust bindings).
+
+    Chroma 1.x sizes that cache from the descriptor limit (``ulimit -n``), a fifth of it
+    (each persisted index holds four files and a metadata file open), in
+    ``RustBindingsAPI.__init__``; no setting changes it. In the releases we pin
+    (:data:`TESTED_CHROMA`), an index the cache *evicts* cannot be loaded again by the
+    same process ("Error creating hnsw segment reader: Nothing found on disk": measured
+    with 150 namespaces under ``ulimit -n 300``), so callers keep the indexes they load
+    below this figure and free them by restarting the embedded Chroma
+    (:func:`close_client` on every client of the folder) instead.
+
+    >>> cap = embedded_index_capacity()
+    >>> cap is None or cap >= 1
+    True
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    if chroma_version()[:1] < (1,):
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return None
+    return max(1, soft // 5)
+
+
+def embedded_chroma_running(path: str | Path) -> bool | None:
+    """Whether this process still runs the embedded Chroma of the folder ``path`` (the
+    ``chroma`` folder a :func:`persistent_client` was made for); None where this cannot
+    be told. Chroma shares one system per folder among its clients and stops it when the
+    last one is closed: a system still running after its owner closed its clients means
+    that someone else holds one (its cache of indexes is then not freed)."""
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        systems = SharedSystemClient._identifier_to_system  # no public accessor
+    except (ImportError, AttributeError):  # pragma: no cover - other Chroma layouts
+        return None
+    return str(path) in systems
 
 
 def close_client(client: Any) -> None:
     """Release an embedded client made by :func:`persistent_client`.
 
     Chroma shares one in-memory system per folder inside a process and keeps it (open
-    SQLite handles, loaded indexes) until its last client is closed. A memory that is
-    closed and later reopened after *another process* wrote the folder would otherwise
-    read that stale cache and fail ("Error finding id"). Errors while closing are logged,
-    not raised: closing must not lose the caller's original exception.
+    SQLite handles, loaded indexes with their open files, a runtime's threads) until its
+    last client is closed: ``Client.close`` counts the clients down and ``System.stop``s
+    the system after the last. This is the only mechanism in Chroma's public API that
+    frees a collection's loaded index (there is no per-collection close; the segment
+    cache's size follows the descriptor limit, see :func:`embedded_index_capacity`;
+    ``SharedSystemClient.clear_system_cache`` only forgets the systems, without stopping
+    them, so it would leak what it was asked to free). A memory that is closed and later
+    reopened after *another process* wrote the folder would otherwise read that stale
+    cache and fail ("Error finding id"). Errors while closing are logged, not raised:
+    closing must not lose the caller's original exception.
     """
     close = getattr(client, "close", None)
     if not callable(close):
         return
     try:
-        close()
+        with _CLIENTS_LOCK:
+            close()
     except Exception as exc:  # pragma: no cover - depends on chroma internals
         logger.warning("closing the embedded Chroma client failed: %s", exc)
 
