@@ -59,7 +59,6 @@ from .service import MAX_PAGE, MemoryService
 require("fastapi", "server")
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request  # noqa: E402
-from fastapi.encoders import jsonable_encoder  # noqa: E402
 from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse, StreamingResponse  # noqa: E402
 from fastapi.security import APIKeyHeader  # noqa: E402
@@ -268,6 +267,14 @@ class RemovedOut(BaseModel):
 # ---------------------------------------------------------------------------------------
 # plumbing: raw path segments, body size, API key, errors
 # ---------------------------------------------------------------------------------------
+class ErrorResponse(JSONResponse):
+    """An error's JSON body, ASCII-escaped: any text an error carries (an engine message,
+    an echoed value with a lone surrogate) encodes, so answering a mistake cannot fail."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 class RawSegments:
     """Route ``/v1/namespaces/...`` on the raw (still percent-encoded) path, so that a
     namespace or an id holding ``/`` stays one segment; the handlers decode it."""
@@ -326,7 +333,7 @@ class BodyLimit:
     async def _refuse(self, scope: dict, receive: Any, send: Any) -> None:
         message = (f"the request body is over the limit of {self.limit} bytes ({self.limit / 2**20:g} MiB); "
                    "send fewer turns per request (synapse import sends batches: --batch)")
-        await JSONResponse(_error_json("PayloadTooLarge", message, 413), status_code=413,
+        await ErrorResponse(_error_json("PayloadTooLarge", message, 413), status_code=413,
                            headers={"Connection": "close"})(scope, receive, send)
 
 
@@ -354,7 +361,7 @@ class AccessControl:
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
             key = self.keys.find(presented_key(headers))
             if key is None:
-                await JSONResponse(_error_json("Unauthorized", "a valid API key is needed "
+                await ErrorResponse(_error_json("Unauthorized", "a valid API key is needed "
                                                f"({API_KEY_HEADER} header or Bearer token)", 401),
                                    status_code=401, headers={"WWW-Authenticate": "Bearer",
                                                              "Connection": "close"})(scope, receive, send)
@@ -362,7 +369,7 @@ class AccessControl:
             namespace = _path_namespace(scope["path"])
             if namespace is not None and not key.allows(namespace):
                 body = wire.error_to_wire(AccessDeniedError(f"{key.rule()} only, not {namespace[:200]!r}"))
-                await JSONResponse(body, status_code=403, headers={"Connection": "close"})(scope, receive, send)
+                await ErrorResponse(body, status_code=403, headers={"Connection": "close"})(scope, receive, send)
                 return
             scope.setdefault("state", {})[STATE_KEY] = key
         await self.app(scope, receive, send)
@@ -400,24 +407,31 @@ def _id(node_id: str) -> str:
         raise InvalidInputError("the memory id in the URL is not percent-encoded UTF-8") from None
 
 
-#: How much of a refused value an error echoes back (strings, items of a list or object).
-_ECHO_CHARS, _ECHO_ITEMS = 200, 20
+#: How much of a refused value an error echoes back: characters of a string, items of a
+#: list or object, levels of nesting.
+_ECHO_CHARS, _ECHO_ITEMS, _ECHO_DEPTH = 200, 20, 6
 
 
-def _echo(value: Any) -> Any:
-    """A refused request's values as an error may echo them: JSON-encodable (``NaN`` and
-    the infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, since JSON
-    has no such numbers) and short (long strings cut, long lists and objects cut), so
-    that answering a client's mistake can neither fail nor send its body back."""
-    if isinstance(value, float) and not math.isfinite(value):
+def _echo(value: Any, depth: int = 0) -> Any:
+    """A refused request's value as an error may echo it: JSON-encodable (``NaN`` and the
+    infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, since JSON has no
+    such numbers; bytes and other objects as text) and small (long strings, long lists and
+    objects, deep nesting cut), so that answering a client's mistake can neither fail nor
+    send its body back."""
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, str) and len(value) > _ECHO_CHARS:
-        return f"{value[:_ECHO_CHARS]}... ({len(value)} characters)"
-    if isinstance(value, dict):
-        return {_echo(str(k)): _echo(v) for k, v in list(value.items())[:_ECHO_ITEMS]}
-    if isinstance(value, (list, tuple)):
-        return [_echo(v) for v in value[:_ECHO_ITEMS]]
-    return value
+    if isinstance(value, (dict, list, tuple)):
+        if depth >= _ECHO_DEPTH:
+            return "..."
+        if isinstance(value, dict):
+            return {_echo(str(k), depth + 1): _echo(v, depth + 1) for k, v in list(value.items())[:_ECHO_ITEMS]}
+        return [_echo(v, depth + 1) for v in value[:_ECHO_ITEMS]]
+    text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+    return text if len(text) <= _ECHO_CHARS else f"{text[:_ECHO_CHARS]}... ({len(text)} characters)"
 
 
 def _install_errors(app: FastAPI) -> None:
@@ -431,27 +445,27 @@ def _install_errors(app: FastAPI) -> None:
         if status >= 500:
             (logger.warning if retry else logger.error)("%s %s failed: %s", request.method,
                                                         request.url.path, exc)
-        return JSONResponse(body, status_code=status,
+        return ErrorResponse(body, status_code=status,
                             headers={"Retry-After": str(retry)} if retry else None)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        details = _echo(jsonable_encoder(exc.errors(), custom_encoder={bytes: lambda b: b.decode("latin-1")}))
+        details = _echo(list(exc.errors()))
         first = details[0] if details else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         message = f"{where}: {first.get('msg', 'invalid request')}" if where else first.get("msg", "invalid request")
-        return JSONResponse(_error_json("RequestValidationError", message, 422, details=details),
+        return ErrorResponse(_error_json("RequestValidationError", message, 422, details=details),
                             status_code=422)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse(_error_json("HTTPError", str(exc.detail), exc.status_code),
+        return ErrorResponse(_error_json("HTTPError", str(exc.detail), exc.status_code),
                             status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("%s %s failed", request.method, request.url.path)
-        return JSONResponse(_error_json("InternalError", f"internal error ({type(exc).__name__}); "
+        return ErrorResponse(_error_json("InternalError", f"internal error ({type(exc).__name__}); "
                                         "see the server log", 500), status_code=500)
 
 
