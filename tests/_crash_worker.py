@@ -10,6 +10,7 @@ Server protocol (one line each way on stdin/stdout):
 
 - ``run <memory dir> <log file> <first turn number> <fsync delay s>`` -> ``pid <child pid>``
 - ``forget <memory dir> <log file> <speaker> <fsync delay s>`` -> ``pid <child pid>``
+- ``agent <memory dir> <log file> <first turn number> <seed>`` -> ``pid <child pid>``
 - ``reap <pid>`` -> ``reaped <pid> <raw wait status>``
 - ``quit``
 
@@ -18,7 +19,11 @@ A child appends to ``<log file>`` (unbuffered, so nothing is lost when it dies):
 ``END snap`` around every snapshot write, and ``ID <id> <n>`` right *after*
 ``add_turn`` returned for turn ``n``. It runs until it is killed. A ``forget`` child logs
 ``BEGIN <phase>`` / ``END <phase>`` around each phase of ``forget(speaker=...)`` (journal,
-apply, finish, scrub), then ``DONE``, and waits to be killed.
+apply, finish, scrub), then ``DONE``, and waits to be killed. An ``agent`` child lives as
+an agent does, with the engine's default snapshot schedule (every 20 windows): it adds a
+turn, logs ``ID <id> <n>``, then retrieves (a query about one of its earlier turns), until
+killed; unqueried turns go dormant after 3 windows (10 by default), so turns are archived
+between two snapshots, as in a long-running chat, within a few dozen turns.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import chromadb  # noqa: E402,F401  (imported once, before forking)
 
 from _safety_helpers import HashEmbedder  # noqa: E402
 
-from synapse_integrations import Synapse  # noqa: E402
+from synapse_integrations import Synapse, SynapseConfig  # noqa: E402
 from synapse_integrations.core import forgetting as forgetting_mod  # noqa: E402
 from synapse_integrations.storage import chroma as chroma_mod  # noqa: E402
 from synapse_integrations.storage import journal as journal_mod  # noqa: E402
@@ -138,6 +143,20 @@ def _forget_child(path: str, log_path: str, speaker: str, fsync_delay: float) ->
         time.sleep(1)
 
 
+def _agent_child(path: str, log_path: str, first: int, seed: int) -> None:
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    rng = random.Random(seed)
+    mem = Synapse(path, embedder=HashEmbedder(), config=SynapseConfig(dormancy_windows=3))
+    os.write(log, b"OPEN\n")
+    n = first
+    while True:
+        node_id = mem.add_turn(turn_text(n), speaker=("Sam", "Ana")[n % 2],
+                               timestamp=T0 + timedelta(minutes=n), metadata={"n": n})
+        os.write(log, f"ID {node_id} {n}\n".encode())
+        mem.retrieve(turn_text(rng.randint(first, n)), k=10)
+        n += 1
+
+
 def _fork(child: Any, log_path: str, *args: Any) -> None:
     """Run ``child(*args)`` in a forked process (it works until killed) and print its pid."""
     pid = os.fork()
@@ -163,6 +182,8 @@ def main() -> None:
             _fork(_child, cmd[2], cmd[1], cmd[2], int(cmd[3]), float(cmd[4]))
         elif cmd[0] == "forget":
             _fork(_forget_child, cmd[2], cmd[1], cmd[2], cmd[3], float(cmd[4]))
+        elif cmd[0] == "agent":
+            _fork(_agent_child, cmd[2], cmd[1], cmd[2], int(cmd[3]), int(cmd[4]))
         elif cmd[0] == "reap":
             pid = int(cmd[1])
             _, status = os.waitpid(pid, 0)

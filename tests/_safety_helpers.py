@@ -69,6 +69,11 @@ class ForkServer:
         """Fork a process that forgets everything ``speaker`` said; returns its pid."""
         return int(self._ask(f"forget {path} {log} {speaker} {fsync_delay}").split()[1])
 
+    def agent(self, path: Path, log: Path, first: int, seed: int) -> int:
+        """Fork an agent-like process (a turn, then a retrieval, on the default snapshot
+        schedule) that runs until killed; returns its pid."""
+        return int(self._ask(f"agent {path} {log} {first} {seed}").split()[1])
+
     def kill(self, pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
         status = int(self._ask(f"reap {pid}").split()[2])

@@ -188,28 +188,36 @@ def _reattach(s: _Stores, orphans: list[str]) -> tuple[list[str], list[str]]:
     stale: list[str] = []
     attached: list[str] = []
     for node_id, text, meta in rows:
-        meta = meta or {}
-        gen = _int(meta.get("gen"))
-        if meta.get("kind") != "episode" or not isinstance(text, str) or state.dead(node_id, gen):
+        fields = _episode_fields(state, text, meta)
+        if fields is None or state.dead(node_id, fields["gen"]):
             stale.append(node_id)  # a concept (re-extracted later), or forgotten: never back
             continue
-        try:
-            metadata = json.loads(meta.get("metadata_json", "{}"))
-            check_depth(metadata, what="metadata")
-        except (ValueError, RecursionError):
-            metadata = {}
-        speaker = meta.get("speaker")
-        state.link_episode(node_id, s.vec[node_id], text=text,
-                           speaker=speaker if isinstance(speaker, str) else None,
-                           ts=_epoch(meta.get("ts")), ingest_ts=_epoch(meta.get("ingest_ts")),
-                           metadata=metadata if isinstance(metadata, dict) else {},
-                           seq=_int(meta.get("seq")) or None, gen=gen)
+        state.link_episode(node_id, s.vec[node_id], **fields)
         attached.append(node_id)
     if stale:
         state.vectors.active.delete(stale)
     if attached:
         logger.info("re-attached %d episode(s) written after the last snapshot", len(attached))
     return attached, stale
+
+
+def _episode_fields(state: MemoryState, text: Any, meta: Any) -> dict[str, Any] | None:
+    """The turn a Chroma row holds (:meth:`MemoryState.link_episode`'s keywords), each value
+    held to what the API accepts; None when the row is no episode, or a forgotten one."""
+    meta = meta if isinstance(meta, dict) else {}
+    gen = _int(meta.get("gen"))
+    if meta.get("kind") != "episode" or not isinstance(text, str):
+        return None
+    try:
+        metadata = json.loads(meta.get("metadata_json", "{}"))
+        check_depth(metadata, what="metadata")
+    except (ValueError, TypeError, RecursionError):
+        metadata = {}
+    speaker = meta.get("speaker")
+    return {"text": text, "speaker": speaker if isinstance(speaker, str) else None,
+            "ts": _epoch(meta.get("ts")), "ingest_ts": _epoch(meta.get("ingest_ts")),
+            "metadata": metadata if isinstance(metadata, dict) else {},
+            "seq": _int(meta.get("seq")) or None, "gen": gen}
 
 
 def _int(v: Any) -> int:
@@ -240,8 +248,26 @@ def _find_archive_orphans(s: _Stores) -> list[str]:
 
 
 def _fix_archive_orphans(s: _Stores, orphans: list[str]) -> list[str]:
-    s.state.vectors.archive.delete(orphans)
-    return [f"removed {len(orphans)} stray archived vector(s)"]
+    """Turns archived after the last snapshot are known again, still archived (their row
+    holds the whole turn, :func:`~.state.archived_metadata`); concepts, forgotten turns and
+    rows of active nodes go. A turn archived by an older version, whose row has no ``seq``, comes back with the
+    text and speaker its row holds."""
+    state = s.state
+    adopted, stale = [], []
+    for node_id, text, meta in state.vectors.archive.rows(orphans):
+        fields = _episode_fields(state, text, meta)
+        if node_id in state.graph.g or fields is None or state.dead(node_id, fields["gen"]):
+            stale.append(node_id)  # active (killed while archiving it), a concept, forgotten
+            continue
+        state.adopt_archived(node_id, **fields)
+        adopted.append(node_id)
+    actions = []
+    if adopted:
+        actions.append(f"re-attached {len(adopted)} archived episode(s) found only in Chroma")
+    if stale:
+        state.vectors.archive.delete(stale)
+        actions.append(f"removed {len(stale)} stray archived vector(s)")
+    return actions
 
 
 #: The store checks, in the order repair runs them.

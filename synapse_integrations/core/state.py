@@ -35,7 +35,7 @@ from .triggers import BM25Index
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MemoryState", "episode_metadata"]
+__all__ = ["MemoryState", "archived_metadata", "episode_metadata"]
 
 
 def episode_metadata(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,6 +50,18 @@ def episode_metadata(r: Mapping[str, Any]) -> dict[str, Any]:
     if r.get("gen"):
         meta["gen"] = r["gen"]
     return meta
+
+
+def archived_metadata(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The Chroma metadata of an archived node's row: an episode's as its active row had it
+    (:func:`episode_metadata`), so the row alone is enough to re-attach it; a concept's
+    kind (concepts are derived, and re-extracted when lost)."""
+    if node.get("kind") != "episode":
+        return {"kind": node.get("kind", "concept")}
+    meta = episode_metadata({"seq": node.get("seq") or 0, "ingest_ts": node.get("ingest_ts"),
+                             "metadata": node.get("metadata") or {}, "speaker": node.get("speaker"),
+                             "ts": node.get("ts"), "gen": node.get("gen", 0)})
+    return {k: v for k, v in meta.items() if v is not None}
 
 
 class MemoryState:
@@ -377,14 +389,28 @@ class MemoryState:
                                    metas)
 
     def upsert_archived(self, ids: Sequence[str], embs: np.ndarray) -> None:
-        """Write archived nodes' vectors to the archive collection (text, kind and an
-        episode's speaker from their archive records: a rebuilt index re-embeds what the
-        engine reads for them, :mod:`.documents`)."""
+        """Write archived nodes' vectors to the archive collection, with their text and,
+        for an episode, the whole record its active row held (:func:`archived_metadata`):
+        until the next snapshot the archive row is the only copy of a turn archived since
+        the last one, and the open re-attaches it from there (:mod:`.consistency`)."""
         recs = [self.graph.archive[i]["node"] for i in ids]
         self.vectors.archive.upsert(ids, embs, [r["text"] for r in recs],
-                                    [{"kind": r["kind"], **({"speaker": r["speaker"]}
-                                                            if r.get("speaker") else {})}
-                                     for r in recs])
+                                    [archived_metadata(r) for r in recs])
+
+    def adopt_archived(self, node_id: str, *, text: str, speaker: str | None,
+                       ts: float | None, ingest_ts: float | None, metadata: dict[str, Any],
+                       seq: int | None = None, gen: int = 0) -> None:
+        """Record an archived turn that the graph does not know (archived after the last
+        snapshot, found again in the archive collection): it stays archived, without the
+        edges it had (its concepts are derived data), and comes back whole on restore."""
+        attrs: dict[str, Any] = {"kind": "episode", "text": text, "speaker": speaker, "ts": ts,
+                                 "ingest_ts": ingest_ts, "metadata": metadata, "dormant": 0}
+        if gen:
+            attrs["gen"] = gen
+        if seq is not None:
+            attrs["seq"] = seq
+            self.graph.note_seq(seq)
+        self.graph.archive[node_id] = {"node": attrs, "edges": []}
 
     # ------------------------------------------------------------------------------------
     # archive, restore, remove
