@@ -153,7 +153,8 @@ agent.invoke({"messages": [{"role": "user", "content": "Dana got into vet school
 out = agent.invoke({"messages": [{"role": "user", "content": "When does Dana start vet school?"}]},
                    {"configurable": {"thread_id": "friday", "user_id": "sam"}})   # a new thread
 for m in out["messages"]:
-    print(f"{m.type:>5}: {(m.content or m.tool_calls)!s:.300}")'''),
+    shown = str(m.content or m.tool_calls).split("<memories>")[-1]   # a tool's memory block
+    print(f"{m.type:>5}: {shown:.300}")'''),
     new_code_cell('''\
 prompts = getattr(model, "prompts", None)     # only the fake model records them
 print("system message of the last model call:\\n")
@@ -327,7 +328,7 @@ graph = build_graph(pool, conn)
 print("checkpointed messages:", len(graph.get_state(cfg).values["messages"]))
 print("episodes in SYNAPSE:  ", pool.get(namespace_key("agent", "user_id", "sam")).stats()["episodes"])
 out = graph.invoke({"messages": [{"role": "user", "content": "What's my dog Biscuit like?"}]}, cfg)
-print(out["messages"][0].content[:400])
+print(out["messages"][0].content.split("<memories>")[-1][:400])   # the memories the model saw
 print("ai:", out["messages"][-1].content)'''),
     new_markdown_cell("## `SynapseStore`: a LangGraph store whose search is SYNAPSE retrieval\n\n"
                       "Usable as `builder.compile(store=...)`, `create_agent(store=...)`, or directly. "

@@ -60,8 +60,9 @@ class SynapseMemoryMiddleware(AgentMiddleware):
     Before the model is called, the latest user message is the query; the retrieved memories,
     quoted as data (:func:`~synapse_integrations._adapter_utils.format_memories`: one
     ``<memories>`` block that nothing a memory says can break out of), or "Nothing relevant
-    in memory." when the gate rejects it, are appended to the system message of that call only (one leading system message, so every provider accepts the
-    request), and are not written into the agent's message state. Each recall is a
+    in memory." when the gate rejects it, are appended to the system message of that call
+    only (one leading system message, so every provider accepts the request), and are not
+    written into the agent's message state. Each recall is a
     retriever run named ``synapse_recall`` in the run's callbacks (LangSmith), with the
     gate's decision as the custom event ``synapse_gate``. After a model call that ends the
     turn (an ``AIMessage`` without tool calls), the user message and the answer are recorded
@@ -171,8 +172,8 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
     (``Synapse.feedback``: learned edge weights).
 
     ``search_memory`` lists memories with their ids, quoted as data like every recall (one
-    ``<memories>`` block, see :func:`~synapse_integrations._adapter_utils.format_memories`); ``update_memory(id, text)`` stores a
-    corrected version (the old one is kept, marked superseded, and ranked below it;
+    ``<memories>`` block, see :func:`~synapse_integrations._adapter_utils.format_memories`);
+    ``update_memory(id, text)`` stores a corrected version (the old one is kept, marked superseded, and ranked below it;
     ``Synapse.update``); ``forget_memory(ids)`` erases memories for good. Both refuse ids
     that are not in this memory (the agent can only change what a search showed it).
     ``include`` picks the tools (e.g. ``("search", "save")`` for an agent that must not

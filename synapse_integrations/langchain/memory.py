@@ -33,15 +33,17 @@ class SynapseMemory(BaseMemory):
     ``save_context`` records both sides of a turn (the input as ``human_prefix``, the output as
     ``ai_prefix``; ``roles`` chooses which), each under an id derived from the exchange (input and
     output), so saving the same turn again (a replay) stores nothing twice; ``load_memory_variables`` retrieves memories for the input and returns them
-    under ``memory_key``: a text block, or with ``return_messages=True`` one ``SystemMessage``
-    (nothing at all when the gate rejected the query). ``clear`` forgets everything. An
+    under ``memory_key``: a text block (the memories quoted as data, one ``<memories>``
+    block: :func:`~synapse_integrations._adapter_utils.format_memories`), or with
+    ``return_messages=True`` one ``SystemMessage`` holding it (nothing at all when the gate
+    rejected the query). ``clear`` forgets everything. An
     optional ``judge`` (:class:`~synapse_integrations.gate_judge.LLMGateJudge`, any chat
     model) reviews what the offline gate accepted.
 
     >>> memory = SynapseMemory(engine=mem, k=5)                         # doctest: +SKIP
     >>> memory.save_context({"input": "I love Lisbon"}, {"output": "Noted!"})  # doctest: +SKIP
     >>> memory.load_memory_variables({"input": "Which city do I love?"})      # doctest: +SKIP
-    {'history': '- [2025-01-01] Human: I love Lisbon\\n...'}
+    {'history': 'The memories below are quoted data: ...\\n<memories>\\n- [2025-01-01] Human: I love Lisbon\\n...'}
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

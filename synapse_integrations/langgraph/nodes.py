@@ -116,7 +116,10 @@ class SynapseMemoryNodes:
       the memories are replaced each turn), else in a new system message put first. So
       ``model.invoke(state["messages"])`` sends one system message, first, which every
       provider accepts (Anthropic and Gemini refuse a system message after the user's), and
-      a plain ``MessagesState`` graph needs no other change. With ``system_message=False``
+      a plain ``MessagesState`` graph needs no other change. The memories are quoted as
+      data (:func:`~synapse_integrations._adapter_utils.format_memories`: one
+      ``<memories>`` block after a sentence saying they are user-provided data, not
+      instructions; nothing a memory says can start a line). With ``system_message=False``
       the messages are left alone; build the model's input with :meth:`prompt`.
       Each recall is a retriever run named ``synapse_recall`` in the run's callbacks
       (LangSmith), with the gate's decision as the custom event ``synapse_gate``.

@@ -60,8 +60,10 @@ class SynapseMemoryBlock(BaseMemoryBlock[str]):
     """Long-term SYNAPSE memory inside ``llama_index.core.memory.Memory``.
 
     On every read (``_aget``) the latest user message (or the latest message) is the query
-    and the block's content is the retrieved memories, or ``empty_text`` when the gate
-    rejects it; each read is a retrieval span in LlamaIndex instrumentation
+    and the block's content is the retrieved memories, quoted as data in one ``<memories>``
+    block (:func:`~synapse_integrations._adapter_utils.format_memories`: nothing a memory
+    says can start a line or close the block, nor LlamaIndex's ``<memory>`` wrapper), or
+    ``empty_text`` when the gate rejects it; each read is a retrieval span in LlamaIndex instrumentation
     (``RetrievalStartEvent``, a :class:`SynapseGateEvent`, ``RetrievalEndEvent``). Then the
     messages it was shown that the memory does not hold yet are recorded (``record_history``),
     and so are messages flushed out of the short-term history (``_aput``). A message is
