@@ -8,7 +8,6 @@ MCP sessions that end normally log no error."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import threading
 import time

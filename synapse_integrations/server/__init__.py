@@ -11,7 +11,9 @@ process, and any number of clients talk to it:
   adapter works with it unchanged), and :class:`RemotePool`, an ``EnginePool`` of remote
   memories;
 - :mod:`.service`: the operations both servers serve; :mod:`.wire`: their JSON forms;
-  :mod:`.transfer`: export and import as JSONL.
+  :mod:`.transfer`: export and import as JSONL;
+- :mod:`.access`: API keys bound to namespace patterns; :mod:`.middleware`: the request
+  plumbing (keys, body size) before any handler; :mod:`.serving`: a stop on SIGTERM.
 
 Needs the ``server`` extra (``pip install 'synapse-integrations[server]'``). See
 docs/deployment.md.

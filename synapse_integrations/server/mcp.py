@@ -154,7 +154,7 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
     """The MCP server over ``service`` (its tools and resources; see the module doc).
     ``host``/``port`` matter for HTTP (DNS-rebinding protection is on for localhost);
     ``keys``: the API keys its HTTP requests carry (checked by
-    :class:`~.rest.AccessControl`), which bind each call to the key's namespaces."""
+    :class:`~.middleware.AccessControl`), which bind each call to the key's namespaces."""
     settings.setdefault("log_level", "WARNING")  # FastMCP configures the root logger with it
     settings.setdefault("stateless_http", True)  # see the module doc
     settings.setdefault("json_response", True)
@@ -293,7 +293,7 @@ def run_mcp(service: MemoryService, *, transport: str = "stdio", host: str = "12
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
-    from .rest import AccessControl
+    from .middleware import AccessControl
     from .serving import run_uvicorn, stop_signals
 
     with stop_signals():  # SIGTERM: a graceful stop, the final snapshot, exit 0
