@@ -18,7 +18,10 @@ reached, or does not answer within ``timeout``, is a
 :class:`~synapse_integrations.errors.StorageError`. A request that never left (connection
 refused) is retried ``retries`` times; a write whose answer was lost is not retried:
 give your turns an ``id`` (an idempotency key) and retry yourself; a reused id is refused
-with a 409 (``InvalidInputError``), which then means "already stored".
+with a 409 (``InvalidInputError``), which then means "already stored". A busy memory (held
+by another request or process) is a 503 with ``Retry-After`` (``MemoryLockedError``): the
+request may be sent again. A key that may not use the namespace is a 403
+(:class:`~.access.AccessDeniedError`, naming the key's patterns).
 """
 
 from __future__ import annotations
