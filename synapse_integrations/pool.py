@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import inspect
 import logging
 import re
@@ -443,9 +444,14 @@ class EnginePool:
         try:
             self._close_slots(victims)
         finally:
-            from .storage.chroma import embedded_chroma_running
+            from .storage.chroma import embedded_chroma_running, release_heap
 
             still = embedded_chroma_running(self.path / "chroma")
+            # a closed engine is a web of cycles (its parts point back at it) that only the
+            # cyclic collector frees, late when its graph and matrices are few objects for
+            # much memory; collect them here, with Chroma's indexes, and give the heap back
+            gc.collect()
+            release_heap()
             with self._cond:
                 self._stale = 0
                 self._draining = False
@@ -497,7 +503,11 @@ class EnginePool:
         if self._serves_own():
             yield self.get(namespace)
             return
-        name = self.resolve(namespace)
+        async with self._aleased(self.resolve(namespace)) as engine:
+            yield engine
+
+    @asynccontextmanager
+    async def _aleased(self, name: str) -> AsyncIterator[Any]:
         held = self._held.get()
         loop = asyncio.get_running_loop()
         acquiring = loop.run_in_executor(None, functools.partial(self._acquire, name, nested=bool(held)))
@@ -546,8 +556,10 @@ class EnginePool:
         """Erase the memory of ``namespace`` for good (see :meth:`Synapse.drop`): its
         Chroma collections and their rows, its snapshots and folder. Others stay. Waits
         for the callers holding it."""
-        if self._serves_own():
+        if self._serves_own():  # a RemotePool: its memories, keyed by namespace
             engine = self.get(namespace)
+            with self._lock:
+                getattr(self, "_engines", {}).pop(getattr(engine, "namespace", namespace), None)
             engine.drop()
             return
         name = self.resolve(namespace)
@@ -713,7 +725,7 @@ class PooledMemory:
         if inspect.iscoroutinefunction(member):
             @functools.wraps(member)
             async def call_async(*args: Any, **kwargs: Any) -> Any:
-                async with pool.alease(name) as engine:
+                async with pool._aleased(name) as engine:
                     return await getattr(engine, attr)(*args, **kwargs)
             return call_async
         if inspect.isfunction(member):

@@ -182,9 +182,9 @@ class MemoryService:
             self._known = set(self.pool.namespaces())
 
     # -- namespaces ----------------------------------------------------------------------
-    def engine(self, namespace: Any, *, create: bool = False) -> Any:
-        """The engine of ``namespace`` (validated); :class:`UnknownNamespaceError` unless it
-        exists or ``create``. A name starting with ``@`` is an adapter's typed key (a
+    def _checked(self, namespace: Any, create: bool) -> str:
+        """``namespace`` validated; :class:`UnknownNamespaceError` unless it exists or
+        ``create``. A name starting with ``@`` is an adapter's typed key (a
         :class:`RemotePool` sends the keys its adapters build); it must be one
         :func:`~synapse_integrations.pool.namespace_key` builds."""
         ns = validate_namespace(namespace)
@@ -196,7 +196,26 @@ class MemoryService:
                 raise UnknownNamespaceError(
                     f"no memory named {ns!r} on this server (storing a turn creates it)")
             self._known.add(name)
-        return self.pool.get(ns)
+        return ns
+
+    def engine(self, namespace: Any, *, create: bool = False) -> Any:
+        """A handle on the memory of ``namespace`` (a
+        :class:`~synapse_integrations.pool.PooledMemory`: each call takes the engine from
+        the pool, so another namespace's request may evict it in between and the next call
+        reopens it); :class:`UnknownNamespaceError` unless it exists or ``create``. An
+        operation of several calls holds the engine with :meth:`lease`."""
+        return self.pool.get(self._checked(namespace, create))
+
+    @contextlib.contextmanager
+    def lease(self, namespace: Any, *, create: bool = False) -> Iterator[Any]:
+        """Hold the engine of ``namespace`` for a block (see :meth:`engine`): no eviction
+        closes it meanwhile, so the block's calls see one engine, one moment.
+
+        >>> with svc.lease("u1") as engine:                                # doctest: +SKIP
+        ...     engine.archived(), engine.episodes()
+        """
+        with self.pool.lease(self._checked(namespace, create)) as engine:
+            yield engine
 
     def create(self, namespace: Any) -> bool:
         """Make ``namespace`` an (empty) memory; False if it existed."""
@@ -224,7 +243,10 @@ class MemoryService:
         the text again); returns their ids. Creates the namespace."""
         if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Sequence):
             raise InvalidTypeError("turns must be a list of turns")
-        engine = self.engine(namespace, create=True)
+        with self.lease(namespace, create=True) as engine:
+            return self._add_turns(engine, turns)
+
+    def _add_turns(self, engine: Any, turns: Sequence[Any]) -> list[str]:
         clean, vectors = [], {}
         for turn in turns:
             if isinstance(turn, Mapping) and "vector" in turn:
@@ -284,12 +306,12 @@ class MemoryService:
         """Bring archived nodes back; ids that are not archived are a NodeNotFoundError
         (checked here: the engine's restore() fails on them with a bare ValueError)."""
         ids = self._ids(ids)
-        engine = self.engine(namespace)
-        archived = {a["id"] for a in engine.archived()}
-        missing = [i for i in ids if i not in archived]
-        if missing:
-            raise NodeNotFoundError(f"not archived memory id(s): {missing[:5]}")
-        return engine.restore(ids) if ids else []
+        with self.lease(namespace) as engine:
+            archived = {a["id"] for a in engine.archived()}
+            missing = [i for i in ids if i not in archived]
+            if missing:
+                raise NodeNotFoundError(f"not archived memory id(s): {missing[:5]}")
+            return engine.restore(ids) if ids else []
 
     def archived(self, namespace: Any) -> list[dict[str, Any]]:
         """The archived nodes (episodes and concepts)."""
@@ -316,11 +338,11 @@ class MemoryService:
                         speakers: Any = None, since: Any = None, until: Any = None,
                         where: Any = None, config: Any = None) -> tuple[RetrievalResult, SynapseConfig]:
         """The engine's :class:`RetrievalResult` and the config it ran with."""
-        engine = self.engine(namespace)
-        cfg = retrieval_config(engine.config, config)
-        result = engine.retrieve(query, k, config=cfg if config is not None else None,
-                                 kinds=("episode",) if kinds is None else kinds,
-                                 speakers=speakers, since=since, until=until, where=where)
+        with self.lease(namespace) as engine:
+            cfg = retrieval_config(engine.config, config)
+            result = engine.retrieve(query, k, config=cfg if config is not None else None,
+                                     kinds=("episode",) if kinds is None else kinds,
+                                     speakers=speakers, since=since, until=until, where=where)
         return result, cfg
 
     def retrieve(self, namespace: Any, query: Any, k: Any = None, *, for_model: bool = False,
@@ -341,9 +363,9 @@ class MemoryService:
         limit = _page_arg(limit, "limit", 1, MAX_PAGE)
         if not isinstance(include_archived, bool):
             raise InvalidTypeError("include_archived must be a bool")
-        engine = self.engine(namespace)
-        rows = engine.episodes(include_archived=include_archived)
-        archived = {a["id"] for a in engine.archived()} if include_archived else set()
+        with self.lease(namespace) as engine:
+            rows = engine.episodes(include_archived=include_archived)
+            archived = {a["id"] for a in engine.archived()} if include_archived else set()
         page = [{**r, "archived": r["id"] in archived} for r in rows[offset:offset + limit]]
         end = offset + len(page)
         return {"episodes": page, "total": len(rows), "offset": offset, "limit": limit,
@@ -368,40 +390,42 @@ class MemoryService:
         """A namespace (``node_id`` None): its folder, stats, config and embedder; or one
         memory: its attributes, its links in the graph (strongest first) and, with
         ``query``, how that query ranks it (rank, score, components, path, concepts)."""
-        engine = self.engine(namespace)
-        if node_id is None:
-            return {"namespace": engine.namespace, "path": str(engine.path),
-                    "stats": engine.stats(), "config": engine.config.to_dict(),
-                    "embedder": type(self.embedder.inner).__name__}
-        node = self.get(namespace, node_id, include_archived=True)
-        links = []
-        with engine.inspect_retrieval():  # holds the memory's lock while the graph is read
-            g = engine.graph
-            if node_id in g:
-                for _, other, data in g.out_edges(node_id, data=True):
-                    links.append({"id": other, "kind": g.nodes[other].get("kind"),
-                                  "text": g.nodes[other].get("text"), "edge": data.get("kind"),
-                                  "weight": float(data.get("weight", 0.0))})
-        links.sort(key=lambda x: -x["weight"])
-        out: dict[str, Any] = {"memory": node, "archived": bool(node.get("archived", False)),
-                               "links": links[:50]}
-        if query is not None:
-            counts = engine.stats()
-            k = min(max(counts["episodes"] + counts["concepts"], 1), MAX_PAGE)
-            result, cfg = self.retrieve_result(namespace, query, k, kinds=("episode", "concept"))
-            rank = next((k for k, it in enumerate(result.items, 1) if it.id == node_id), None)
-            out["query"] = {"query": query, "rank": rank,
-                            "item": wire.item_to_wire(result.items[rank - 1]) if rank else None,
-                            "gate": wire.result_to_wire(result, signal=cfg.gate_signal,
-                                                        gate_enabled=cfg.use_gate)["gate"]}
-        return out
+        with self.lease(namespace) as engine:
+            if node_id is None:
+                return {"namespace": engine.namespace, "path": str(engine.path),
+                        "stats": engine.stats(), "config": engine.config.to_dict(),
+                        "embedder": type(self.embedder.inner).__name__}
+            node = self.get(namespace, node_id, include_archived=True)
+            links = []
+            with engine.inspect_retrieval():  # holds the memory's lock while the graph is read
+                g = engine.graph
+                if node_id in g:
+                    for _, other, data in g.out_edges(node_id, data=True):
+                        links.append({"id": other, "kind": g.nodes[other].get("kind"),
+                                      "text": g.nodes[other].get("text"), "edge": data.get("kind"),
+                                      "weight": float(data.get("weight", 0.0))})
+            links.sort(key=lambda x: -x["weight"])
+            out: dict[str, Any] = {"memory": node, "archived": bool(node.get("archived", False)),
+                                   "links": links[:50]}
+            if query is not None:
+                counts = engine.stats()
+                k = min(max(counts["episodes"] + counts["concepts"], 1), MAX_PAGE)
+                result, cfg = self.retrieve_result(namespace, query, k, kinds=("episode", "concept"))
+                rank = next((k for k, it in enumerate(result.items, 1) if it.id == node_id), None)
+                out["query"] = {"query": query, "rank": rank,
+                                "item": wire.item_to_wire(result.items[rank - 1]) if rank else None,
+                                "gate": wire.result_to_wire(result, signal=cfg.gate_signal,
+                                                            gate_enabled=cfg.use_gate)["gate"]}
+            return out
 
     def export(self, namespace: Any, *, with_vectors: bool = False) -> list[dict[str, Any]]:
         """Every episode as an export line (see :mod:`.transfer`), read under the memory's
-        lock so that the export is one consistent moment."""
+        lock (the engine held: no eviction in between) so that the export is one
+        consistent moment."""
         from .transfer import export_lines
 
-        return export_lines(self.engine(namespace), with_vectors=with_vectors)
+        with self.lease(namespace) as engine:
+            return export_lines(engine, with_vectors=with_vectors)
 
     def close(self) -> None:
         """Snapshot and close every engine; release the folder."""

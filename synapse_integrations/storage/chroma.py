@@ -117,6 +117,31 @@ def embedded_chroma_running(path: str | Path) -> bool | None:
     return str(path) in systems
 
 
+def release_heap() -> bool:
+    """Give the process's free heap back to the operating system (glibc ``malloc_trim``;
+    False where there is none). Stopping an embedded Chroma frees its indexes into the C
+    heap of the threads that built them, and glibc keeps each thread's arena: without
+    this, a server's RSS kept growing by about 3 MiB per namespace it ever opened although
+    the memory was free."""
+    import ctypes
+    import ctypes.util
+
+    global _LIBC
+    if _LIBC is None:
+        try:
+            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        except OSError:
+            _LIBC = False
+    trim = getattr(_LIBC, "malloc_trim", None) if _LIBC else None
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+_LIBC: Any = None
+
+
 def close_client(client: Any) -> None:
     """Release an embedded client made by :func:`persistent_client`.
 
