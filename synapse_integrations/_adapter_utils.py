@@ -41,7 +41,8 @@ from typing import Any, Union
 from .core.documents import speaker_prefix
 from .errors import InvalidTypeError, MissingDependencyError
 from .pool import EnginePool, namespace_from_configurable, namespace_key
-from .types import LearnsFromFeedback, MemoryEngine, RetrievalResult, RetrievedItem, ScoreComponents
+from .types import (ForgetResult, LearnsFromFeedback, MemoryEngine, RetrievalResult, RetrievedItem,
+                    ScoreComponents)
 
 __all__ = [
     "DEFAULT_EMPTY_TEXT",
@@ -55,6 +56,7 @@ __all__ = [
     "feedback_engine",
     "finished_turn",
     "format_memories",
+    "forgot_text",
     "item_metadata",
     "list_episodes",
     "memory_ids",
@@ -175,6 +177,22 @@ _TAG_OPEN = re.compile(r"[<\uff1c\ufe64](?=[!?|<A-Za-z]|\s*/)")
 def _escape(match: re.Match[str]) -> str:
     found = match.group()
     return _ESCAPES.get(found) or f"\\u{ord(found):04x}"
+
+
+def forgot_text(removed: Sequence[str]) -> str:
+    """The tool answer for what ``forget`` removed: the memories erased and, apart, the
+    concepts that went with them (:class:`~synapse_integrations.types.ForgetResult`); a
+    plain list of ids (another engine) is counted as memories.
+
+    >>> from synapse_integrations.types import ForgetResult
+    >>> forgot_text(ForgetResult(["t1", "c1"], memories=["t1"]))
+    'Forgot 1 memory (t1); 1 derived concept(s) went with it.'
+    >>> forgot_text(["t1", "t2"])
+    'Forgot 2 memories (t1, t2).'
+    """
+    if not isinstance(removed, ForgetResult):
+        removed = ForgetResult(removed, memories=removed)
+    return quote_text(removed.describe())
 
 
 def quote_text(text: str) -> str:

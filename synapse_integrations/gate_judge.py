@@ -26,6 +26,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from ._adapter_utils import quote_text
 from .errors import InvalidInputError
 from .types import GateVerdict, RetrievalResult
 
@@ -68,8 +69,10 @@ class LLMGateJudge:
 
     # -- the pieces ----------------------------------------------------------------------
     def prompt(self, result: RetrievalResult) -> str:
-        """The text the model is asked."""
-        lines = [f"[{it.id}] {it.text}" for it in result.episodes()[: self.k]]
+        """The text the model is asked: each memory on one line, quoted
+        (:func:`~synapse_integrations._adapter_utils.quote_text`), so a memory's text can
+        neither add evidence lines nor write the verdict's JSON on a line of its own."""
+        lines = [f"[{quote_text(it.id)}] {quote_text(it.text)}" for it in result.episodes()[: self.k]]
         return JUDGE_PROMPT.format(question=result.query, evidence="\n".join(lines))
 
     @staticmethod

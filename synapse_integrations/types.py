@@ -290,6 +290,43 @@ class FeedbackReport:
     created: int = 0
 
 
+class ForgetResult(list):
+    """What :meth:`Synapse.forget` removed: every removed id, as the ``list[str]`` it has
+    always returned, plus ``memories`` (what was asked for: the episodes that matched, and
+    any concept named by id) and ``derived`` (the concepts that only those episodes
+    supported, removed with them).
+
+    >>> r = ForgetResult(["t1", "c-dana"], memories=["t1"])
+    >>> r.memories, r.derived, len(r)
+    (('t1',), ('c-dana',), 2)
+    >>> r == ["t1", "c-dana"]
+    True
+    """
+
+    def __init__(self, removed: Iterable[str] = (), *, memories: Iterable[str] = ()) -> None:
+        super().__init__(removed)
+        chosen = set(memories)
+        self.memories: tuple[str, ...] = tuple(i for i in self if i in chosen)
+        self.derived: tuple[str, ...] = tuple(i for i in self if i not in chosen)
+
+    def describe(self) -> str:
+        """One line for a person or a model.
+
+        >>> ForgetResult(["t1", "c1", "c2"], memories=["t1"]).describe()
+        'Forgot 1 memory (t1); 2 derived concept(s) went with it.'
+        >>> ForgetResult().describe()
+        'Nothing to forget: no memory matched.'
+        """
+        if not self:
+            return "Nothing to forget: no memory matched."
+        n = len(self.memories)
+        shown = ", ".join(self.memories[:10]) + (", ..." if n > 10 else "")
+        line = f"Forgot {n} {'memory' if n == 1 else 'memories'} ({shown})"
+        if self.derived:
+            line += f"; {len(self.derived)} derived concept(s) went with {'it' if n == 1 else 'them'}"
+        return line + "."
+
+
 # ---------------------------------------------------------------------------------------
 # Protocols
 # ---------------------------------------------------------------------------------------

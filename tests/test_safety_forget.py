@@ -164,9 +164,39 @@ def test_concepts_go_with_the_text_they_came_from(tmp_path):
     left = {d["text"] for _, d in mem.graph.nodes(data=True) if d["kind"] == "concept"}
     assert left == {"Dana", "sourdough"}
     assert concepts["zanzibarquokka clinic"] in removed and concepts["vermillionkestrel"] in removed
+    # what was asked for and what went with it, apart (issue 45: "Forgot 3 memory item(s)"
+    # for one id counted the orphaned concepts as memories)
+    assert len(removed.memories) == 6 and all(i.startswith("ep-") for i in removed.memories)
+    assert set(removed.derived) == {concepts["zanzibarquokka clinic"], concepts["vermillionkestrel"]}
+    assert removed.describe().startswith("Forgot 6 memories (")
+    assert removed.describe().endswith("; 2 derived concept(s) went with them.")
     assert scan(mem.path) == []
     assert mem.verify().ok
     mem.close()
+
+
+def test_a_forget_reply_counts_memories_and_derived_concepts_apart(tmp_path):
+    """Over REST, and through ``RemoteMemory``, a forget names the memories it erased and,
+    apart, the concepts that went with them."""
+    from _server_helpers import rest_server
+
+    from synapse_integrations.server.client import RemoteMemory
+
+    names = ("zanzibarquokka clinic",)
+    with Synapse(tmp_path / "m", namespace="u", embedder=HashEmbedder(),
+                 extractor=_NamesExtractor(names)) as mem:
+        mem.add_turns([{"text": "The zanzibarquokka clinic called.", "id": "secret"}]
+                      + [{"text": f"We walked along river {i}.", "id": f"w{i}"} for i in range(4)])
+        clinic = next(n for n, d in mem.graph.nodes(data=True) if d["kind"] == "concept")
+    with rest_server(tmp_path / "m", embedder=HashEmbedder()) as srv:
+        import httpx
+        reply = httpx.post(f"{srv.url}/v1/namespaces/u/forget", json={"ids": ["secret"]}).json()
+        assert reply["removed"] == ["secret", clinic] or set(reply["removed"]) == {"secret", clinic}
+        assert reply["memories"] == ["secret"] and reply["derived"] == [clinic]
+        assert reply["message"] == "Forgot 1 memory (secret); 1 derived concept(s) went with it."
+        with RemoteMemory(srv.url, "u") as remote:
+            gone = remote.forget(ids=["w0"])
+            assert list(gone) == ["w0"] and gone.memories == ("w0",) and gone.derived == ()
 
 
 def test_forget_killed_half_way_is_finished_on_next_open(tmp_path):

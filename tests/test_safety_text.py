@@ -72,6 +72,10 @@ def test_every_entry_point_for_turn_text_normalises(mem):
     new = mem.update(one, "now with a bell\x07 in it")
     assert mem.get(new)["text"] == "now with a bell\ufffd in it"
     assert mem.get(new)["metadata"][NORMALISED_KEY] == {"replaced": 1}
+    clean = mem.update(new, "now without one")  # the old text's record does not carry over
+    assert NORMALISED_KEY not in mem.get(clean)["metadata"]
+    kept = mem.update(one, speaker="Sam")  # the same text: its record stays
+    assert mem.get(kept)["metadata"][NORMALISED_KEY] == {"cp1252": 2, "replaced": 1}
 
 
 def test_only_control_characters_is_stored_as_replacement_characters(mem):

@@ -57,7 +57,8 @@ from ..storage.chroma import close_client, list_namespaces, persistent_client
 from ..storage.journal import ForgetJournal
 from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
-from ..types import ConsistencyReport, ConsolidationReport, FeedbackReport, RetrievalResult
+from ..types import (ConsistencyReport, ConsolidationReport, FeedbackReport, ForgetResult,
+                     RetrievalResult)
 from . import consistency, feedback as usage, forgetting, threads
 from .consolidation import Consolidator, NameVectors
 from .events import EventBus
@@ -72,6 +73,7 @@ from .state import MemoryState
 from .twins import AsyncTwins
 from .validation import (
     MAX_TEXT_CHARS,
+    NORMALISED_KEY,
     WRITE_CHUNK,
     check_query,
     namespace_dirname,
@@ -427,9 +429,12 @@ class Synapse(AsyncTwins):
             if old["kind"] != "episode":
                 raise InvalidInputError(f"{node_id!r} is a concept; only episodes (turns) can be "
                                         f"updated")
+            kept = old.get("metadata") or {}
+            if text is not None:  # the new text's own normalisation is recorded afresh
+                kept = {k: v for k, v in kept.items() if k != NORMALISED_KEY}
             turn = {"text": old["text"] if text is None else text,
                     "speaker": old.get("speaker") if speaker is None else speaker,
-                    "metadata": old.get("metadata") if metadata is None else metadata,
+                    "metadata": kept if metadata is None else metadata,
                     "timestamp": timestamp}
             new_id = self.add_turns([turn])[0]  # raises before anything changed
             if keep_history:
@@ -607,7 +612,7 @@ class Synapse(AsyncTwins):
         until: datetime | float | str | None = None,
         where: Mapping[str, Any] | None = None,
         everything: bool = False,
-    ) -> list[str]:
+    ) -> ForgetResult:
         """Remove episodes for good: by ids, speaker, event-time range [since, until),
         a metadata filter in the language of :meth:`retrieve` (``where={}`` is refused), or
         ``everything=True``. Criteria combine with AND. Concepts go too when only
@@ -615,13 +620,18 @@ class Synapse(AsyncTwins):
         attributes and relations likewise). The ids are recorded as forgotten for every
         engine and every later open, older snapshots are deleted and (embedded Chroma) the
         text is scrubbed from Chroma's files. Crash-safe: an interrupted forget is
-        finished on the next open. Returns the removed ids (see docs/safety.md)."""
+        finished on the next open. Returns the removed ids, a ``list[str]`` that also says
+        which were the episodes asked for (``.memories``) and which the concepts that went
+        with them (``.derived``): :class:`~synapse_integrations.types.ForgetResult`
+        (see docs/safety.md)."""
         with self._working():
             state = self._open_state()
             self._sync()
             doomed = forgetting.select(state, ids, speaker=speaker, since=since, until=until,
                                        where=where, everything=everything)
-            return self._eraser.erase(doomed) if doomed else []
+            named = set(ids or ())
+            asked = [n for n in doomed if n in named or state.any_node(n).get("kind") == "episode"]
+            return ForgetResult(self._eraser.erase(doomed) if doomed else [], memories=asked)
 
     def _sync(self, *, best_effort: bool = False) -> None:
         """(lock held) Drop what another engine on the same Chroma forgot (only for a

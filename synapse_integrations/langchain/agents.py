@@ -14,6 +14,7 @@ from .._adapter_utils import (
     Roles,
     feedback_engine,
     finished_turn,
+    forgot_text,
     format_memories,
     namespace_from_configurable,
     require,
@@ -238,13 +239,13 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
         refused = _refuse(memory_ids)
         if refused:
             return refused
-        return f"Forgot {len(mem().forget(ids=list(memory_ids)))} memory item(s)"
+        return forgot_text(mem().forget(ids=list(memory_ids)))
 
     async def aforget_memory(memory_ids: list[str]) -> str:
         refused = _refuse(memory_ids)
         if refused:
             return refused
-        return f"Forgot {len(await mem().aforget(ids=list(memory_ids)))} memory item(s)"
+        return forgot_text(await mem().aforget(ids=list(memory_ids)))
 
     def memory_feedback(query: str, used_ids: list[str], unused_ids: list[str]) -> str:
         refused = _refuse([*used_ids, *unused_ids])

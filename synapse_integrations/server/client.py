@@ -47,7 +47,8 @@ from ..errors import (
     UnknownNamespaceError,
 )
 from ..pool import EnginePool
-from ..types import ConsistencyReport, ConsolidationReport, FeedbackReport, RetrievalResult
+from ..types import (ConsistencyReport, ConsolidationReport, FeedbackReport, ForgetResult,
+                     RetrievalResult)
 from . import wire
 
 httpx = require("httpx", "server")
@@ -342,16 +343,17 @@ class RemoteMemory:
 
     def forget(self, ids: Sequence[str] | None = None, *, speaker: str | None = None,
                since: Any = None, until: Any = None, where: Mapping[str, Any] | None = None,
-               everything: bool = False) -> list[str]:
-        """Remove episodes for good; returns the removed ids."""
+               everything: bool = False) -> ForgetResult:
+        """Remove episodes for good; returns the removed ids (a ``list[str]`` with
+        ``.memories`` and ``.derived``, as ``Synapse.forget``)."""
         body = self._forget_body(ids, speaker, since, until, where, everything)
-        return self._call("POST", "forget", json=body)["removed"]
+        return wire.forget_from_wire(self._call("POST", "forget", json=body))
 
     async def aforget(self, ids: Sequence[str] | None = None, *, speaker: str | None = None,
                       since: Any = None, until: Any = None, where: Mapping[str, Any] | None = None,
-                      everything: bool = False) -> list[str]:
+                      everything: bool = False) -> ForgetResult:
         body = self._forget_body(ids, speaker, since, until, where, everything)
-        return (await self._acall("POST", "forget", json=body))["removed"]
+        return wire.forget_from_wire(await self._acall("POST", "forget", json=body))
 
     def episodes(self, *, include_archived: bool = True) -> list[dict[str, Any]]:
         """Every episode in ingestion order (fetched page by page)."""

@@ -199,9 +199,11 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
                since: Union[str, float, None] = None, until: Union[str, float, None] = None,
                where: Optional[dict[str, Any]] = None, everything: bool = False) -> dict[str, Any]:
         """Remove memories for good: by ids, speaker, event time [since, until), metadata
-        `where`, or everything=true (criteria combine with AND). Returns the removed ids."""
-        return {"removed": svc.forget(namespace, ids, speaker=speaker, since=since, until=until,
-                                      where=where, everything=everything)}
+        `where`, or everything=true (criteria combine with AND). Returns the removed ids:
+        `memories` (what was asked for), `derived` (concepts that went with them), and a
+        `message` saying so."""
+        return wire.forget_to_wire(svc.forget(namespace, ids, speaker=speaker, since=since,
+                                              until=until, where=where, everything=everything))
 
     @server.tool()
     @_tool

@@ -265,7 +265,10 @@ class IdsOut(BaseModel):
 
 
 class RemovedOut(BaseModel):
-    removed: list[str]
+    removed: list[str] = Field(description="every id removed")
+    memories: list[str] = Field(description="the memories asked for (episodes, or concepts named by id)")
+    derived: list[str] = Field(description="the concepts only those memories supported, removed with them")
+    message: str = Field(description="the same, in words")
 
 
 # ---------------------------------------------------------------------------------------
@@ -472,8 +475,9 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
     @r.post("/namespaces/{namespace}/forget", response_model=RemovedOut, tags=tag)
     def forget(namespace: str, body: ForgetIn) -> dict[str, Any]:
         """Remove episodes for good: by ids, speaker, time range, metadata, or everything."""
-        return {"removed": svc.forget(_ns(namespace), body.ids, speaker=body.speaker, since=body.since,
-                                      until=body.until, where=body.where, everything=body.everything)}
+        return wire.forget_to_wire(svc.forget(_ns(namespace), body.ids, speaker=body.speaker,
+                                              since=body.since, until=body.until, where=body.where,
+                                              everything=body.everything))
 
     @r.post("/namespaces/{namespace}/feedback", tags=tag)
     def feedback(namespace: str, body: FeedbackIn) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from ..errors import (
 from ..types import (
     ConsistencyReport,
     ConsolidationReport,
+    ForgetResult,
     GateVerdict,
     RetrievalResult,
     RetrievedItem,
@@ -57,6 +58,8 @@ __all__ = [
     "consolidation_from_wire",
     "result_to_wire",
     "result_from_wire",
+    "forget_to_wire",
+    "forget_from_wire",
 ]
 
 #: HTTP status of every error the engine raises on purpose (most specific class first).
@@ -307,3 +310,26 @@ def consistency_from_wire(data: dict[str, Any]) -> ConsistencyReport:
 def consolidation_from_wire(data: dict[str, Any]) -> ConsolidationReport:
     """Inverse of :func:`report_to_wire` for :class:`ConsolidationReport`."""
     return _from(ConsolidationReport, data)
+
+
+def forget_to_wire(removed: list[str]) -> dict[str, Any]:
+    """A forget's reply: every removed id (``removed``), the memories asked for
+    (``memories``) and the concepts that went with them (``derived``), and the same in
+    words (``message``).
+
+    >>> forget_to_wire(ForgetResult(["t1", "c1"], memories=["t1"]))["derived"]
+    ['c1']
+    """
+    result = removed if isinstance(removed, ForgetResult) else ForgetResult(removed, memories=removed)
+    return {"removed": list(result), "memories": list(result.memories),
+            "derived": list(result.derived), "message": result.describe()}
+
+
+def forget_from_wire(data: dict[str, Any]) -> ForgetResult:
+    """The :class:`ForgetResult` of a forget's reply (a server without ``memories``: every
+    id counts as one).
+
+    >>> forget_from_wire({"removed": ["t1", "c1"], "memories": ["t1"]}).derived
+    ('c1',)
+    """
+    return ForgetResult(data["removed"], memories=data.get("memories", data["removed"]))
