@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
-import inspect
 import logging
 import re
 import shutil
@@ -44,6 +43,7 @@ from typing import Any
 
 from .core.validation import CONTROL_RE, namespace_dirname, utf8_ok, validate_namespace
 from .errors import InvalidInputError, InvalidTypeError, NamespaceError
+from .pooled import PooledMemory
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ class EnginePool:
         """``(engines kept open, closed engines before a restart, namespaces loaded at
         most)``; the last two are None for engines on a client passed in (nothing of
         theirs is the pool's to restart) or where Chroma's cache size is unknown."""
-        from .storage.chroma import INDEXES_PER_NAMESPACE, embedded_index_capacity
+        from .storage.residency import INDEXES_PER_NAMESPACE, embedded_index_capacity
 
         if self._kwargs.get("client") is not None:
             return self.max_open, None, None
@@ -444,9 +444,8 @@ class EnginePool:
         try:
             self._close_slots(victims)
         finally:
-            from .storage.chroma import embedded_chroma_running, release_heap
+            from .storage.residency import release_heap
 
-            still = embedded_chroma_running(self.path / "chroma")
             # a closed engine is a web of cycles (its parts point back at it) that only the
             # cyclic collector frees, late when its graph and matrices are few objects for
             # much memory; collect them here, with Chroma's indexes, and give the heap back
@@ -458,10 +457,6 @@ class EnginePool:
                 self.restarts += 1
                 self._open_limit, self._stale_limit, self._resident_limit = self._compute_limits()
                 self._cond.notify_all()
-            if still:
-                self._warn_once("shared", "another Chroma client of %s is open in this process: "
-                                "the indexes of closed memories stay loaded until it is closed "
-                                "(open that folder through this pool only)", self.path / "chroma")
             logger.info("restarted the embedded Chroma of %s to free closed memories' indexes",
                         self.path)
 
@@ -535,10 +530,15 @@ class EnginePool:
         name = self.resolve(namespace)
         with self._leased(name):
             pass
-        return PooledMemory(self, name)
+        return PooledMemory(self, namespace, name)
 
-    def _close_one(self, name: str) -> None:
-        """Close the engine of ``name`` once no caller holds it (:meth:`PooledMemory.close`)."""
+    def close_namespace(self, namespace: str) -> None:
+        """Close (and save) the engine of ``namespace`` once no caller holds it; it
+        reopens on its next use (:meth:`PooledMemory.close`)."""
+        if self._serves_own():
+            self.get(namespace).close()
+            return
+        name = self.resolve(namespace)
         if name in self._held.get():
             raise InvalidInputError(f"cannot close the memory {name!r} inside a lease of it")
         with self._cond:
@@ -656,83 +656,3 @@ class EnginePool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-class PooledMemory:
-    """What :meth:`EnginePool.get` returns: the memory of one namespace, taken from the
-    pool for each call. Every method of :class:`~synapse_integrations.Synapse` works on it
-    (async twins included: the engine is held until the coroutine is done); attributes
-    (``config``, ``graph``, ...) are read from the open engine. An engine the pool closed
-    between two calls is reopened by the next one, so a handle never goes stale; hold the
-    engine itself across calls with :meth:`EnginePool.lease`.
-
-    ``close()`` closes the namespace's engine in the pool (once no caller holds it; the
-    next call reopens it) and ``drop()`` erases the namespace (:meth:`EnginePool.drop`).
-    Subscriptions (``subscribe``) are the open engine's and end when the pool closes it.
-
-    >>> mem = pool.get("u1")                                                # doctest: +SKIP
-    >>> mem.add_turn("I moved to Lisbon.")                                  # doctest: +SKIP
-    >>> mem.retrieve("Where do I live?").items[0].text                      # doctest: +SKIP
-    'I moved to Lisbon.'
-    """
-
-    __slots__ = ("_pool", "namespace")
-
-    def __init__(self, pool: EnginePool, namespace: str) -> None:
-        self._pool = pool
-        self.namespace = namespace  #: the engine namespace (resolved, see EnginePool.resolve)
-
-    @property
-    def path(self) -> Path:
-        """The pool's folder (every engine of the pool lives under it)."""
-        return self._pool.path
-
-    @property
-    def closed(self) -> bool:
-        """Always False: a handle reopens its engine on its next call."""
-        return False
-
-    def close(self) -> None:
-        """Close this namespace's engine in the pool (it reopens on the next call)."""
-        self._pool._close_one(self.namespace)
-
-    def drop(self) -> None:
-        """Erase this namespace for good (see :meth:`EnginePool.drop`)."""
-        self._pool.drop(self.namespace)
-
-    @contextmanager
-    def inspect_retrieval(self) -> Iterator[Any]:
-        """:meth:`Synapse.inspect_retrieval` with the engine held for the whole block."""
-        with self._pool._leased(self.namespace) as engine, engine.inspect_retrieval() as steps:
-            yield steps
-
-    def __enter__(self) -> PooledMemory:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"PooledMemory({self.namespace!r}, path={str(self._pool.path)!r})"
-
-    def __getattr__(self, attr: str) -> Any:
-        from .core.engine import Synapse
-
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        member = inspect.getattr_static(Synapse, attr, None)
-        pool, name = self._pool, self.namespace
-        if inspect.iscoroutinefunction(member):
-            @functools.wraps(member)
-            async def call_async(*args: Any, **kwargs: Any) -> Any:
-                async with pool._aleased(name) as engine:
-                    return await getattr(engine, attr)(*args, **kwargs)
-            return call_async
-        if inspect.isfunction(member):
-            @functools.wraps(member)
-            def call(*args: Any, **kwargs: Any) -> Any:
-                with pool._leased(name) as engine:
-                    return getattr(engine, attr)(*args, **kwargs)
-            return call
-        with pool._leased(name) as engine:
-            return getattr(engine, attr)
