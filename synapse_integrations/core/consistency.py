@@ -39,7 +39,7 @@ from .validation import check_depth, epoch_ok
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["repair", "verify"]
+__all__ = ["after_repair", "repair", "verify"]
 
 
 def open_vectors(client: Any, namespace: str, sqlite: Path | None,
@@ -394,3 +394,18 @@ def repair(state: MemoryState, embedder: Any, *, loading: bool = False
     for a in actions:
         logger.warning("repair of namespace %r: %s", state.vectors.namespace, a)
     return report, s.attached, s.forgotten
+
+
+def after_repair(state: MemoryState, fixed: ConsistencyReport) -> ConsistencyReport:
+    """What :meth:`Synapse.repair` reports: what repair found and did (``fixed``), judged
+    by a verify run now (the verdict, the counts, any problem left); a memory that still
+    disagrees is marked for repair before its next write."""
+    after = verify(state)
+    state.needs_repair = not after.ok
+    return ConsistencyReport(
+        ok=after.ok, episodes=after.episodes, concepts=after.concepts,
+        archived=after.archived, vectors=after.vectors,
+        missing_vectors=fixed.missing_vectors, orphan_vectors=fixed.orphan_vectors,
+        archive_missing=fixed.archive_missing, archive_orphans=fixed.archive_orphans,
+        problems=fixed.problems + tuple(f"after repair: {p}" for p in after.problems),
+        actions=fixed.actions, repaired=True, seconds=fixed.seconds + after.seconds)

@@ -73,11 +73,13 @@ from .state import MemoryState
 from .twins import AsyncTwins
 from .validation import (
     MAX_TEXT_CHARS,
-    NORMALISED_KEY,
     WRITE_CHUNK,
+    check_k,
     check_query,
     namespace_dirname,
+    query_vector,
     stored_config,
+    successor_turn,
     to_epoch,
     validate_namespace,
     validate_snapshot,
@@ -350,10 +352,7 @@ class Synapse(AsyncTwins):
         rows = self._ingestor.prepare(turns)  # pure: no lock needed
         if not rows:
             return []
-        # embedded outside the lock: the lock guards the stores, not the embedder
-        docs = self._ingestor.documents(rows)  # with the speaker's name (core/documents.py)
-        embs = np.concatenate([self._embedder.embed_documents(docs[k:k + 1024])
-                               for k in range(0, len(rows), 1024)])
+        embs = self._ingestor.embed(rows, self._embedder)  # outside the lock
         me = threading.get_ident()
         ids: list[str] = []
         with self._lock:
@@ -426,16 +425,8 @@ class Synapse(AsyncTwins):
         with self._working():
             state = self._open_state()
             old = state.node(node_id)  # NodeNotFoundError for an unknown or archived id
-            if old["kind"] != "episode":
-                raise InvalidInputError(f"{node_id!r} is a concept; only episodes (turns) can be "
-                                        f"updated")
-            kept = old.get("metadata") or {}
-            if text is not None:  # the new text's own normalisation is recorded afresh
-                kept = {k: v for k, v in kept.items() if k != NORMALISED_KEY}
-            turn = {"text": old["text"] if text is None else text,
-                    "speaker": old.get("speaker") if speaker is None else speaker,
-                    "metadata": kept if metadata is None else metadata,
-                    "timestamp": timestamp}
+            turn = successor_turn(node_id, old, text=text, speaker=speaker, metadata=metadata,
+                                  timestamp=timestamp)
             new_id = self.add_turns([turn])[0]  # raises before anything changed
             if keep_history:
                 state.supersede(node_id, new_id, at=time.time())
@@ -524,10 +515,7 @@ class Synapse(AsyncTwins):
         ...              since="2024-01-01", where={"channel": "mobile"})   # doctest: +SKIP
         """
         check_query(query)
-        if k is None:
-            k = (config or self.config).top_k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidInputError(f"k must be an int >= 1, got {k!r}")
+        k = check_k((config or self.config).top_k if k is None else k)
         scope = scope_of(kinds, speakers, since, until, where)  # checked before embedding
         q = self._embedder.embed_query(query)
         return self.retrieve_by_vector(query, q, k=k, config=config, kinds=kinds,
@@ -559,11 +547,7 @@ class Synapse(AsyncTwins):
         with self._working():
             state = self._open_state()
             self._sync(best_effort=True)
-            dim = state.graph.dim
-            qv = np.asarray(q, dtype=np.float32)
-            if len(state.graph) and (qv.shape != (dim,) or not np.all(np.isfinite(qv))):
-                raise InvalidInputError(f"query vector must be a finite array of shape ({dim},), "
-                                        f"got shape {qv.shape}")
+            qv = query_vector(q, state.graph.dim) if len(state.graph) else np.asarray(q, np.float32)
             out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=None if at is None else to_epoch(at))
             for activated in out.activated:  # what a read records: dormancy, model's spikes
                 self._consolidator.dormancy.observe(activated)
@@ -620,17 +604,14 @@ class Synapse(AsyncTwins):
         attributes and relations likewise). The ids are recorded as forgotten for every
         engine and every later open, older snapshots are deleted and (embedded Chroma) the
         text is scrubbed from Chroma's files. Crash-safe: an interrupted forget is
-        finished on the next open. Returns the removed ids, a ``list[str]`` that also says
-        which were the episodes asked for (``.memories``) and which the concepts that went
-        with them (``.derived``): :class:`~synapse_integrations.types.ForgetResult`
-        (see docs/safety.md)."""
+        finished on the next open. Returns the removed ids: a :class:`ForgetResult`, whose
+        ``.memories`` were asked for and ``.derived`` went with them (docs/safety.md)."""
         with self._working():
             state = self._open_state()
             self._sync()
             doomed = forgetting.select(state, ids, speaker=speaker, since=since, until=until,
                                        where=where, everything=everything)
-            named = set(ids or ())
-            asked = [n for n in doomed if n in named or state.any_node(n).get("kind") == "episode"]
+            asked = forgetting.asked_for(state, doomed, ids)
             return ForgetResult(self._eraser.erase(doomed) if doomed else [], memories=asked)
 
     def _sync(self, *, best_effort: bool = False) -> None:
@@ -669,15 +650,7 @@ class Synapse(AsyncTwins):
             self._ingestor.retries.recovered.update(attached)
             if dropped:
                 self._eraser.finish(dropped)
-            after = consistency.verify(state)
-            state.needs_repair = not after.ok
-            return ConsistencyReport(
-                ok=after.ok, episodes=after.episodes, concepts=after.concepts,
-                archived=after.archived, vectors=after.vectors,
-                missing_vectors=fixed.missing_vectors, orphan_vectors=fixed.orphan_vectors,
-                archive_missing=fixed.archive_missing, archive_orphans=fixed.archive_orphans,
-                problems=fixed.problems + tuple(f"after repair: {p}" for p in after.problems),
-                actions=fixed.actions, repaired=True, seconds=fixed.seconds + after.seconds)
+            return consistency.after_repair(state, fixed)
 
     # ------------------------------------------------------------------------------------
     # inspection
@@ -687,10 +660,7 @@ class Synapse(AsyncTwins):
         ``include_archived`` (with ``"archived": True``). :class:`NodeNotFoundError` if
         there is no such node."""
         with self._lock:
-            state = self._read_state()
-            if include_archived and node_id not in state and node_id in state.graph.archive:
-                return {"id": node_id, **state.archived_node(node_id), "archived": True}
-            return {"id": node_id, **state.node(node_id)}
+            return self._read_state().record(node_id, include_archived=include_archived)
 
     def contains(self, node_id: str) -> bool:
         """``node_id`` is in this memory (active or archived)."""

@@ -41,7 +41,7 @@ from .state import MemoryState
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["READ_SYNC_BACKOFF", "READ_SYNC_SECONDS", "Eraser", "select"]
+__all__ = ["READ_SYNC_BACKOFF", "READ_SYNC_SECONDS", "Eraser", "asked_for", "select"]
 
 #: How often a read of an engine on a shared client checks for other engines' forgets.
 READ_SYNC_SECONDS = 2.0
@@ -162,6 +162,13 @@ def _orphaned_concepts(state: MemoryState, doomed: set[str]) -> list[str]:
             out.append(n)
     return out
 
+
+
+def asked_for(state: MemoryState, doomed: list[str], ids: Sequence[str] | None) -> list[str]:
+    """Which of the ``doomed`` nodes a forget was asked for: the episodes that matched and
+    any node named by id; the rest (concepts only they supported) are derived."""
+    named = set(ids or ())
+    return [n for n in doomed if n in named or state.any_node(n).get("kind") == "episode"]
 
 class Eraser:
     """Runs erasures on one memory (see the module docstring); the engine holds its lock."""

@@ -148,6 +148,13 @@ class Ingestor:
         (:mod:`.documents`)."""
         return [self.state.document({**r, "kind": "episode"}) for r in rows]
 
+    def embed(self, rows: Sequence[Mapping[str, Any]], embedder: Any, *, batch: int = 1024) -> np.ndarray:
+        """The embeddings of prepared rows (their :meth:`documents`), ``batch`` at a time.
+        Pure: the caller runs it outside the engine's lock (the lock guards the stores)."""
+        docs = self.documents(rows)
+        return np.concatenate([embedder.embed_documents(docs[k:k + batch])
+                               for k in range(0, len(docs), batch)])
+
     def write(self, rows: list[dict[str, Any]], embs: np.ndarray
               ) -> tuple[list[str], Exception | None]:
         """Store prepared rows with their embeddings; consolidate full windows.

@@ -126,6 +126,13 @@ class MemoryState:
         """The attributes of an active or archived node (:class:`NodeNotFoundError`)."""
         return self.graph.node(node_id) if node_id in self.graph else self.archived_node(node_id)
 
+    def record(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]:
+        """A node's attributes with its ``id``; an archived node's too when
+        ``include_archived`` (marked ``"archived": True``). :class:`NodeNotFoundError` if none."""
+        if include_archived and node_id not in self and node_id in self.graph.archive:
+            return {"id": node_id, **self.archived_node(node_id), "archived": True}
+        return {"id": node_id, **self.node(node_id)}
+
     def archived_node(self, node_id: str) -> dict[str, Any]:
         """The attributes of an archived node (:class:`NodeNotFoundError` if none)."""
         rec = self.graph.archive.get(node_id)

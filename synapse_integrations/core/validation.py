@@ -25,6 +25,8 @@ from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from ..config import SynapseConfig
 from ..errors import (
     InvalidInputError,
@@ -48,12 +50,15 @@ __all__ = [
     "NORMALISED_KEY",
     "REPLACEMENT",
     "TEXT_NORMALISATION",
+    "check_k",
     "check_query",
+    "query_vector",
     "epoch_ok",
     "from_epoch",
     "namespace_dirname",
     "normalise_text",
     "stored_config",
+    "successor_turn",
     "to_epoch",
     "utf8_ok",
     "validate_namespace",
@@ -272,6 +277,51 @@ def normalise_text(text: str) -> tuple[str, dict[str, int]]:
         return out
 
     return _NORMALISE_RE.sub(fix, text), counts
+
+
+def check_k(k: Any) -> int:
+    """``k`` when it is a count of results (an int >= 1), else :class:`InvalidInputError`.
+
+    >>> check_k(5)
+    5
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInputError(f"k must be an int >= 1, got {k!r}")
+    return k
+
+
+def query_vector(q: Any, dim: int) -> np.ndarray:
+    """A query embedding as float32 of shape ``(dim,)``, finite; else :class:`InvalidInputError`.
+
+    >>> query_vector([1, 0], 2).dtype
+    dtype('float32')
+    """
+    qv = np.asarray(q, dtype=np.float32)
+    if qv.shape != (dim,) or not np.all(np.isfinite(qv)):
+        raise InvalidInputError(f"query vector must be a finite array of shape ({dim},), "
+                                f"got shape {qv.shape}")
+    return qv
+
+
+def successor_turn(node_id: str, old: Mapping[str, Any], *, text: str | None,
+                   speaker: str | None, metadata: Mapping[str, Any] | None,
+                   timestamp: Any) -> dict[str, Any]:
+    """The turn that replaces episode ``old`` (``Synapse.update``): the fields given, the
+    old ones otherwise; new text records its own normalisation, not the old text's.
+
+    >>> successor_turn("t1", {"kind": "episode", "text": "a", "speaker": "Sam",
+    ...                       "metadata": {"x": 1, NORMALISED_KEY: {"replaced": 1}}},
+    ...                text="b", speaker=None, metadata=None, timestamp=None)["metadata"]
+    {'x': 1}
+    """
+    if old.get("kind") != "episode":
+        raise InvalidInputError(f"{node_id!r} is a concept; only episodes (turns) can be updated")
+    kept = dict(old.get("metadata") or {})
+    if text is not None:
+        kept.pop(NORMALISED_KEY, None)
+    return {"text": old["text"] if text is None else text,
+            "speaker": old.get("speaker") if speaker is None else speaker,
+            "metadata": kept if metadata is None else metadata, "timestamp": timestamp}
 
 
 def validate_turns(turns: Sequence[str | Mapping[str, Any]], firewall: Firewall
