@@ -22,7 +22,6 @@ pytest.importorskip("langgraph")
 
 from _adapter_data import demo_turns  # noqa: E402
 from _hostile_memories import (  # noqa: E402
-    FORGED_STARTS,
     HOSTILE,
     QUERY,
     delimiter_lines,
