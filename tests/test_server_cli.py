@@ -127,7 +127,9 @@ def test_an_import_with_vectors_stores_them_instead_of_embedding(tmp_path):
     other = HashingEmbedder(noise=2.0)  # a different model: its vectors are not the counting one's
     # some by a named speaker: the engine reads their text with the name (core/documents.py),
     # and the vector given still stands in for it
-    turns = [{"text": f"vector turn {i} about {TOPICS[i % 6]}", "id": f"v{i}",
+    # and some with a control character, stored normalised: the vector still stands in
+    turns = [{"text": f"vector turn {i} about {TOPICS[i % 6]}" + ("\x93" if i % 3 == 0 else ""),
+              "id": f"v{i}",
               "vector": other.embed_documents([f"vector turn {i} about {TOPICS[i % 6]}"])[0].tolist(),
               **({"speaker": "Sam"} if i % 2 else {})}
              for i in range(7)]

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..config import SynapseConfig
 from ..core.documents import document
-from ..core.validation import validate_namespace
+from ..core.validation import normalise_text, validate_namespace
 from ..errors import (
     InvalidInputError,
     InvalidTypeError,
@@ -254,8 +254,9 @@ class MemoryService:
                 vector = turn.pop("vector")
                 if vector is not None:  # keyed by what the engine will embed for the turn
                     text = turn.get("text")
-                    key = document(text, turn.get("speaker") if isinstance(turn.get("speaker"), str)
-                                   else None, enabled=engine.config.speaker_in_document) \
+                    key = document(normalise_text(text)[0], turn.get("speaker")
+                                   if isinstance(turn.get("speaker"), str) else None,
+                                   enabled=engine.config.speaker_in_document) \
                         if isinstance(text, str) else text
                     vectors[key] = self._vector(vector, engine.config.embedding_dim)
             clean.append(turn)
