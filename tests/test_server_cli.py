@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from _server_helpers import ServerProcess, env, synapse_cmd
 
-from synapse_integrations import HashingEmbedder, Synapse
+from synapse_integrations import HashingEmbedder, InvalidInputError, Synapse
 from synapse_integrations.cli import main
 from synapse_integrations.server.client import RemoteMemory
 from synapse_integrations.server.service import MemoryService
@@ -210,3 +210,22 @@ def test_serve_with_the_packaged_model(tmp_path):
         result = mem.retrieve("Do I have a dog?", k=2)
         assert result.items[0].text == "I adopted a beagle puppy last spring." and not result.rejected
         assert mem.inspect()["embedder"] == "MiniLMEmbedder"
+
+
+def test_serve_takes_the_pool_size_from_its_flags(tmp_path):
+    """``--max-open`` and ``--recycle-after`` reach the server's pool; a bad value is a
+    clear error naming the flag's parameter."""
+    from synapse_integrations.cli import build_parser
+    from synapse_integrations.server.commands import _service
+
+    args = build_parser().parse_args(["serve", "http", "--path", str(tmp_path / "m"), "--embedder",
+                                      "hashing", "--max-open", "3", "--recycle-after", "5"])
+    svc = _service(args)
+    try:
+        assert (svc.pool.max_open, svc.pool.recycle_after) == (3, 5)
+    finally:
+        svc.close()
+    bad = build_parser().parse_args(["serve", "http", "--path", str(tmp_path / "n"), "--embedder",
+                                     "hashing", "--max-open", "0"])
+    with pytest.raises(InvalidInputError, match="max_open"):
+        _service(bad)

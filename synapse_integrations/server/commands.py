@@ -39,6 +39,7 @@ from typing import Any
 
 from ..core import threads
 from ..errors import InvalidInputError, SynapseError
+from ..pool import DEFAULT_MAX_OPEN
 
 __all__ = ["add_commands"]
 
@@ -388,7 +389,8 @@ def _service(args: argparse.Namespace) -> Any:
         if not host or not port.isdigit():
             raise InvalidInputError(f"--chroma must be HOST:PORT, got {args.chroma!r}")
         kwargs["client"] = http_client(host, int(port))
-    service = MemoryService(args.path, embedder=make_embedder(args.embedder), **kwargs)
+    service = MemoryService(args.path, embedder=make_embedder(args.embedder),
+                            max_open=args.max_open, recycle_after=args.recycle_after, **kwargs)
     service.embedder.embed_query("warm up")  # load the model before the first request waits on it
     threads.limit_process()  # requests run on worker threads: numpy's BLAS off the encoder's cores
     return service
@@ -474,6 +476,12 @@ def add_commands(sub: Any) -> None:
                         help="minilm (default) or hashing (model-free, for tests)")
     common.add_argument("--chroma", metavar="HOST:PORT",
                         help="keep the vectors in a Chroma server (chroma run) instead of the folder")
+    common.add_argument("--max-open", type=int, default=DEFAULT_MAX_OPEN, metavar="N",
+                        help=f"namespaces kept open at most (default {DEFAULT_MAX_OPEN}; lowered, "
+                             "with a warning, when ulimit -n is too low for that many)")
+    common.add_argument("--recycle-after", type=int, default=None, metavar="N",
+                        help="restart the embedded Chroma after N engine closes, freeing what "
+                             "closed namespaces left loaded (default: --max-open)")
     common.add_argument("--log-level", default="warning",
                         choices=("critical", "error", "warning", "info", "debug"))
     http = ssub.add_parser("http", parents=[common], help="the REST API (FastAPI on uvicorn)")
