@@ -390,6 +390,22 @@ def cmd_bench_longmemeval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_agent(args: argparse.Namespace) -> int:
+    from .bench.agent import AGENT_METHODS, DEFAULT_KS, format_agent_table, plot_agent, run_agent
+
+    t0 = time.perf_counter()
+    results = run_agent(args.data, methods=args.methods or AGENT_METHODS, ks=args.k or DEFAULT_KS,
+                        limit=args.limit, embedder=_embedder(args), turn_text=args.turn_text,
+                        progress=_tqdm_factory(not args.no_progress),
+                        transcript=not args.no_transcript)
+    _write_json(args.out, results)
+    print(format_agent_table(results))
+    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
+    for path in plot_agent(results, args.plot) if args.plot else ():
+        print(f"wrote {path}")
+    return 0
+
+
 def format_probes_table(results: dict[str, Any]) -> str:
     """Methods x probe kinds: identifier rank-1 and MRR, bridge hit@10, update order,
     never-said rejection (engine methods only)."""
@@ -547,6 +563,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="only the first N questions (after --types)")
     _retrieval_args(lme)
     lme.set_defaults(func=cmd_bench_longmemeval)
+
+    agt = bsub.add_parser("agent", help="memory in an agent's loop: each question asked as soon as "
+                                        "its evidence is in, then stored with a reply, as the "
+                                        "middleware records a chat; asked again at the end",
+                          description="Methods by default: synapse and ppr (the strongest "
+                                      "baseline); any method of bench locomo is accepted.")
+    agt.add_argument("--data", required=True, help="LoCoMo or LongMemEval JSON (plain or gzip)")
+    agt.add_argument("--limit", type=int, default=None, metavar="N",
+                     help="only the first N conversations (LoCoMo) or questions (LongMemEval)")
+    agt.add_argument("--turn-text", choices=("prefixed", "bare"), default="prefixed",
+                     help="LoCoMo turns as '<speaker>: <text>' (default) or the bare text")
+    agt.add_argument("--no-transcript", action="store_true",
+                     help="do not also ask the questions of the whole transcript alone")
+    _retrieval_args(agt)
+    agt.set_defaults(func=cmd_bench_agent)
 
     prb = bsub.add_parser("probes", help="our probe sets inside real LoCoMo conversations: exact "
                                          "identifiers, two-hop bridges, never-said questions, "
