@@ -293,6 +293,7 @@ def _replay(memory: BenchMemory, cfg: SynapseConfig, methods: Sequence[str], ran
             write(turns[pos:])
             if bar is not None:
                 bar.update(len(turns) - pos)
+            pos = len(turns)
         run.written["transcript"] += len(turns)
         for j, q in enumerate(memory.questions):
             ask(q, "end", j == 0)

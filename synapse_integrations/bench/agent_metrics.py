@@ -63,8 +63,8 @@ def question_above_evidence(ranked: Sequence[str], evidence: Iterable[str],
         if d in wanted:
             return False
         if d in stored:
-            # a stored turn came first; the answer is True if evidence follows within k
-            return any(e in wanted for e in ranked[:k])
+            # a stored turn came first: True if evidence follows within k, else not counted
+            return True if any(e in wanted for e in ranked[:k]) else None
     return None
 
 
