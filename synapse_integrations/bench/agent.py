@@ -28,7 +28,8 @@ query of each ask pays whatever derived state the write invalidated; it is timed
 method, else the first baseline) and the query is then asked again (``warm``) by every
 method. The query's embedding is timed once per question and added to every method's
 time (``bm25`` excepted), as the other benches do. Ingest: turns written per second
-(embeddings come from the run's cache: the model's time is ``timing_s.embed``).
+(turn vectors come from the run's cache, ``timing_s.embed``; the concepts that
+consolidation extracts are embedded while writing, as in the batch benches).
 
 The hub share keys a turn by its memory and id for LoCoMo (``D1:3`` names a turn of each
 conversation), by its id alone for LongMemEval (one memory per question, but the
@@ -52,7 +53,7 @@ from ..config import SynapseConfig
 from ..errors import InvalidInputError
 from .agent_metrics import HUB_DEPTH, hub_share, mean_by_group, question_above_evidence, \
     stored_in_top
-from .baselines import BaselineRanker, is_baseline, needs_memory
+from .baselines import BaselineRanker, is_baseline
 from .locomo import load_locomo
 from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval, read_json
 from .metrics import mean_by_key, percentiles, recall_at_k
@@ -338,8 +339,8 @@ def run_agent(
                {"transcript": 0, "stored": 0})
     # one memory per graph configuration, as the batch loop does; the baselines read the base's
     groups: dict[Any, list[str]] = {}
-    for m in configs:
-        groups.setdefault(configs[m].graph_signature(), []).append(m)
+    for m, cfg in configs.items():
+        groups.setdefault(cfg.graph_signature(), []).append(m)
     baselines = [m for m in methods if is_baseline(m)]
     base_sig = base.graph_signature()
     if baselines:
@@ -473,10 +474,12 @@ def format_agent_table(results: Mapping[str, Any]) -> str:
     pool = _pool(results)
     width = max([len(m) for m in results["methods"]] + [8])
     n_q = sum(results["questions"].values())
-    lines = [f"bench agent ({results['format']}): {len(results['memories'])} memories, {n_q} "
-             f"questions, each stored as {' / '.join(results['stored_per_question'])}; "
-             f"pooled over {pool} (%; stored/k: a count)"]
-    head = (f"{'method':<{width}} {'k':>3} {'r ask':>6} {'r end':>6} {'r tr':>6} {'q>ev a':>6} "
+    lines = [(f"bench agent ({results['format']}): {len(results['memories'])} memories, {n_q} "
+              f"questions, each stored as {' / '.join(results['stored_per_question'])}"),
+             (f"pooled over {pool}, %: r = recall@k at ask time (a), at the end (e), of the "
+              f"transcript alone (tr); q>ev = a stored turn above the first evidence turn; "
+              f"st/k = stored turns in the top k (a count)")]
+    head = (f"{'method':<{width}} {'k':>3} {'r a':>6} {'r e':>6} {'r tr':>6} {'q>ev a':>6} "
             f"{'q>ev e':>6} {'st/k a':>6} {'st/k e':>6}")
     lines.append(head)
     for name, m in results["methods"].items():
@@ -499,7 +502,7 @@ def format_agent_table(results: Mapping[str, Any]) -> str:
         lat = m["latency_ms"]
         lines.append(f"{name:<{width}} {_pct(hub):>7} {_pct(hub_end):>7}  "
                      f"{_ms(lat['first_after_write']):>25}  {_ms(lat['warm']):>17}  "
-                     f"{(turn.get('text') or '')[:50]!r}")
+                     f"{(turn.get('text') or '')[:50]!r}{' (stored)' if turn.get('stored') else ''}")
     k = _ks(results)[-1]
     lines.append("")
     lines.append(f"recall@{k} per category, ask / end (%):")
@@ -510,7 +513,8 @@ def format_agent_table(results: Mapping[str, Any]) -> str:
     ing = results["ingest"]
     tps = f"{ing['turns_per_s']:.0f}" if ing["turns_per_s"] else "-"
     lines.append(f"ingest: {ing['turns']} turns ({ing['stored_turns']} stored by the agent) in "
-                 f"{ing['seconds']:.1f} s, {tps} turns/s (embeddings cached)")
+                 f"{ing['seconds']:.1f} s, {tps} turns/s (turn vectors from the run's cache; "
+                 f"concepts embedded while writing)")
     lines.append(f"time: {results['timing_s']['total']:.0f} s in all")
     return "\n".join(lines)
 
