@@ -552,7 +552,8 @@ def plot_agent(results: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
             ("agent_stored.png", (("ask", "stored_per_k"), ("end", "stored_per_k")),
              "stored turns in the top k")):
         fig, ax = plt.subplots(figsize=(6, 4.5))
-        for method, m in results["methods"].items():
+        for i, (method, m) in enumerate(results["methods"].items()):
+            color = f"C{i % 10}"  # one colour per method, one line style per phase
             for phase, metric in panels:
                 if phase not in m:
                     continue
@@ -561,7 +562,8 @@ def plot_agent(results: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
                     continue
                 scale = 100 if metric == "recall" else 1
                 style = {"ask": "-", "end": "--", "transcript": ":"}[phase]
-                ax.plot(ks, [scale * y for y in ys], style, marker="o", label=f"{method} {phase}")
+                ax.plot(ks, [scale * y for y in ys], style, color=color, marker="o",
+                        label=f"{method} {phase}")
         ax.set_xlabel("k (episodes)")
         ax.set_ylabel(ylabel)
         ax.set_title(f"bench agent ({results['format']}), {pool}")
