@@ -422,6 +422,26 @@ class EnginePool:
                     self._stale += 1
                     self._cond.notify_all()
 
+    def _drain(self, busy: Callable[[_Slot], bool], *, deadline: float | None = None) -> list[_Slot]:
+        """(condition held, ``_draining`` just set) Wait until no slot is ``busy`` (or until
+        ``deadline``, with a warning), then mark the open slots closing and return them; on
+        an error (an interrupt while waiting) the drain is called off."""
+        try:
+            while any(busy(s) for s in self._slots.values()):
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    logger.warning("closing the pool's memories while callers still hold some")
+                    break
+                self._cond.wait(left)
+            victims = [s for s in self._slots.values() if s.state == _OPEN]
+            for slot in victims:
+                slot.state = _CLOSING
+            return victims
+        except BaseException:
+            self._draining = False
+            self._cond.notify_all()
+            raise
+
     def _restart_if(self, due: Callable[[], bool]) -> None:
         """Restart the embedded Chroma when ``due()`` (checked under the lock): wait for
         every caller to let go of its engine (new callers wait meanwhile), close every
@@ -431,16 +451,7 @@ class EnginePool:
             if self._draining or self._stale_limit is None or not due():
                 return
             self._draining = True
-            try:
-                while any(s.refs or s.state != _OPEN for s in self._slots.values()):
-                    self._cond.wait()
-                victims = list(self._slots.values())
-                for slot in victims:
-                    slot.state = _CLOSING
-            except BaseException:
-                self._draining = False
-                self._cond.notify_all()
-                raise
+            victims = self._drain(lambda s: bool(s.refs) or s.state != _OPEN)
         try:
             self._close_slots(victims)
         finally:
@@ -626,21 +637,8 @@ class EnginePool:
             while self._draining:  # a restart in flight finishes first
                 self._cond.wait()
             self._draining = True
-            try:
-                while any((s.refs and not held) or s.state != _OPEN for s in self._slots.values()):
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        logger.warning("closing the pool's memories while callers still hold "
-                                       "some (waited %.0f s)", timeout)
-                        break
-                    self._cond.wait(left)
-                victims = [s for s in self._slots.values() if s.state == _OPEN]
-                for slot in victims:
-                    slot.state = _CLOSING
-            except BaseException:
-                self._draining = False
-                self._cond.notify_all()
-                raise
+            victims = self._drain(lambda s: bool(s.refs and not held) or s.state != _OPEN,
+                                  deadline=deadline)
         try:
             self._close_slots(victims)
         finally:
