@@ -210,6 +210,21 @@ def test_questions_are_asked_as_their_evidence_arrives_and_stored(tiny, newest) 
     assert lat["first_after_write"]["n"] == 5 and lat["warm"]["n"] == 8
 
 
+def test_locomo_hubs_are_counted_within_each_conversation(tmp_path, newest) -> None:
+    """Two copies of the tiny conversation: a hub is a turn many questions of one
+    conversation meet, so each copy's share is the single conversation's (pooled over both
+    conversations it would be halved, 0.25 and 0.5)."""
+    twice = [TINY[0], {**TINY[0], "sample_id": "copy"}]
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(twice))
+    res = run_agent(path, methods=["synapse"], ks=(5,), embedder=HashingEmbedder(),
+                    base_config=newest, transcript=False)
+    m = res["methods"]["synapse"]
+    assert m["ask"]["hub_share@5"]["1-4"] == 0.5
+    assert m["end"]["hub_share@5"]["1-4"] == 1.0
+    assert m["hub_turn"]["ask"]["turn"] == "tiny/D2:1"
+
+
 def test_the_json_keys(tiny, newest) -> None:
     res = run_agent(tiny, methods=["synapse", "dense", "bm25", "ppr"], ks=(5, 10),
                     embedder=HashingEmbedder(), base_config=newest)

@@ -31,9 +31,10 @@ time (``bm25`` excepted), as the other benches do. Ingest: turns written per sec
 (turn vectors come from the run's cache, ``timing_s.embed``; the concepts that
 consolidation extracts are embedded while writing, as in the batch benches).
 
-The hub share keys a turn by its memory and id for LoCoMo (``D1:3`` names a turn of each
-conversation), by its id alone for LongMemEval (one memory per question, but the
-haystacks share sessions, so a turn can be a hub across questions).
+The hub share is the largest within one memory for LoCoMo (a conversation's questions;
+``D1:3`` names a turn of each conversation), and over every question for LongMemEval, by
+turn id (one memory per question, but the haystacks share sessions, so a turn can be a
+hub across questions).
 """
 
 from __future__ import annotations
@@ -422,7 +423,12 @@ def _phase_entry(recs: list[AgentRecord], run: _Run, ds: AgentDataset,
         sel = [r for r in recs if r.category in members]
         if not sel:
             continue
-        share, turn = hub_share([[hub_id(r, d) for d in r.ranked[:HUB_DEPTH]] for r in sel])
+        # within one memory (a LoCoMo conversation): a hub is a turn many of *its* questions
+        # meet; pooled over conversations the share could not pass 1 / conversations
+        groups = [sel] if ds.shared_ids else [[r for r in sel if r.memory == m]
+                                              for m in dict.fromkeys(r.memory for r in sel)]
+        share, turn = max((hub_share([[hub_id(r, d) for d in r.ranked[:HUB_DEPTH]] for r in g])
+                           for g in groups), key=lambda st: st[0])
         shares[key] = share
         if key in ds.pools and top is None and turn is not None:
             owner = next(r for r in sel if turn in {hub_id(r, d) for d in r.ranked[:HUB_DEPTH]})
