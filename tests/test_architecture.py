@@ -6,12 +6,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import numpy as np
+from _toy_models import Recency
 
 import synapse_integrations
 from synapse_integrations import HashingEmbedder, MemoryEngine, Synapse, SynapseConfig
 from synapse_integrations.core import models
-from synapse_integrations.core.models import Activation
 
 PACKAGE = Path(synapse_integrations.__file__).parent
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -44,23 +43,8 @@ def test_the_engine_implements_the_protocol_the_adapters_use() -> None:
         assert isinstance(mem, MemoryEngine)
 
 
-class _Recency:
-    """A toy model: activation is how recent an episode is (newest 1.0)."""
-
-    name = "recency"
-
-    def activate(self, view, query, config) -> Activation:
-        ts = np.array([t if t is not None else np.nan for t in view.node_values("ts")], float)
-        act = np.zeros(view.n)
-        ok = ~np.isnan(ts)
-        if ok.any():
-            span = max(np.nanmax(ts) - np.nanmin(ts), 1.0)
-            act[ok] = (ts[ok] - np.nanmin(ts)) / span
-        return Activation(act)
-
-
 def test_a_retrieval_model_is_one_class_and_one_registration_line() -> None:
-    models.register("recency", _Recency)
+    models.register("recency", Recency)
     try:
         with Synapse(embedder=HashingEmbedder(), config=SynapseConfig(consolidation_interval=0)) as mem:
             ids = mem.add_turns([{"text": f"note {i} about the garden", "timestamp": 1000.0 * i}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import gzip
 import json
 
-import numpy as np
 import pytest
+from _toy_models import Recency
 
 from synapse_integrations import HashingEmbedder, SynapseConfig
 from synapse_integrations.bench.agent import ACK, ask_points, load_agent_data, run_agent
@@ -21,22 +21,7 @@ from synapse_integrations.bench.agent_metrics import hub_share, mean_by_group, \
 from synapse_integrations.bench.retrieval import BenchMemory, BenchQuestion
 from synapse_integrations.cli import main
 from synapse_integrations.core import models
-from synapse_integrations.core.models import Activation
 from synapse_integrations.errors import InvalidInputError
-
-
-class _Newest:
-    """Activation = how recent an episode is (newest 1.0)."""
-
-    name = "newest"
-
-    def activate(self, view, query, config) -> Activation:
-        ts = np.array([t if t is not None else np.nan for t in view.node_values("ts")], float)
-        act = np.zeros(view.n)
-        ok = ~np.isnan(ts)
-        if ok.any():
-            act[ok] = (ts[ok] - np.nanmin(ts)) / max(np.nanmax(ts) - np.nanmin(ts), 1.0)
-        return Activation(act)
 
 
 NEWEST = SynapseConfig().replace(
@@ -48,7 +33,7 @@ NEWEST = SynapseConfig().replace(
 
 @pytest.fixture
 def newest():
-    models.register("newest", _Newest)
+    models.register("newest", Recency)
     yield NEWEST
     models.unregister("newest")
 

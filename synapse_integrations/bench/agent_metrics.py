@@ -9,7 +9,7 @@ evidence, but they take places in the ranking like any other turn.
   whether a stored turn ranks above its first evidence turn (``None`` when no evidence
   turn reached the first ``k``: the question does not count);
 * :func:`hub_share`: the largest share of questions whose first ``n`` hold one same turn;
-* :func:`mean_by_group`: means per key plus pooled means (values of any range, unlike
+* :func:`mean_by_group` (from :mod:`.metrics`): means per key plus pooled means (values of any range, unlike
   :func:`~.metrics.mean_by_key`, which holds recalls in [0, 1]).
 
 >>> ranked = ["q1", "e1", "t", "a1"]
@@ -22,9 +22,10 @@ evidence, but they take places in the ranking like any other turn.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from ..errors import InvalidInputError
+from .metrics import mean_by_group
 
 __all__ = ["HUB_DEPTH", "hub_share", "mean_by_group", "question_above_evidence",
            "stored_in_top"]
@@ -88,25 +89,3 @@ def hub_share(tops: Iterable[Sequence[str]], *, n: int = HUB_DEPTH) -> tuple[flo
         return 0.0, None
     turn, best = counts.most_common(1)[0]  # ties: first inserted wins (Counter keeps order)
     return best / total, turn
-
-
-def mean_by_group(records: Iterable[tuple[str, float]],
-                  pools: Mapping[str, Iterable[str]] | None = None) -> dict[str, float]:
-    """Mean value per key, plus one mean per pool (name -> the keys it pools, weighted by
-    count; absent when none of its keys occurred).
-
-    >>> mean_by_group([("a", 2.0), ("a", 0.0), ("b", 4.0)], {"all": ["a", "b"]})
-    {'a': 1.0, 'b': 4.0, 'all': 2.0}
-    """
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    for key, value in records:
-        sums[key] = sums.get(key, 0.0) + float(value)
-        counts[key] = counts.get(key, 0) + 1
-    out = {key: sums[key] / counts[key] for key in sums}
-    for name, keys in (pools or {}).items():
-        keys = set(keys)
-        n = sum(counts.get(key, 0) for key in keys)
-        if n:
-            out[name] = sum(sums.get(key, 0.0) for key in keys) / n
-    return out

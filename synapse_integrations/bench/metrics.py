@@ -28,6 +28,7 @@ __all__ = [
     "gate_sweep",
     "head_to_head",
     "loses",
+    "mean_by_group",
     "mean_by_key",
     "newest_above_older",
     "percentiles",
@@ -114,13 +115,27 @@ def mean_by_key(records: Iterable[tuple[str, float]],
     >>> mean_by_key([("a", 1.0), ("a", 0.0), ("b", 1.0)], {"a+b": ["a", "b"]})
     {'a': 0.5, 'b': 1.0, 'a+b': 0.6666666666666666}
     """
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    for key, value in records:
+    def checked(key: str, value: float) -> tuple[str, float]:
         value = float(value)
         if not 0.0 <= value <= 1.0:  # also rejects NaN
             raise InvalidInputError(f"values must lie in [0, 1], got {value!r}")
-        sums[key] = sums.get(key, 0.0) + value
+        return key, value
+
+    return mean_by_group((checked(k, v) for k, v in records), pools)
+
+
+def mean_by_group(records: Iterable[tuple[str, float]],
+                  pools: Mapping[str, Iterable[str]] | None = None) -> dict[str, float]:
+    """Mean value per key, plus one mean per pool (name -> the keys it pools, weighted by
+    count; absent when none of its keys occurred); any values (counts too).
+
+    >>> mean_by_group([("a", 2.0), ("a", 0.0), ("b", 4.0)], {"all": ["a", "b"]})
+    {'a': 1.0, 'b': 4.0, 'all': 2.0}
+    """
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for key, value in records:
+        sums[key] = sums.get(key, 0.0) + float(value)
         counts[key] = counts.get(key, 0) + 1
     out = {key: sums[key] / counts[key] for key in sums}
     for name, keys in (pools or {}).items():
