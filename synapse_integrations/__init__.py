@@ -13,9 +13,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .config import SynapseConfig
 from .core.engine import Synapse
-from .core.extraction import LLMExtractor, OfflineExtractor
-from .core.lifecycle import Lifecycle
-from .core.sleep import SleepReport
+from .core.ingest.extraction import LLMExtractor, OfflineExtractor
+from .core.lifecycle.detectors import Lifecycle
+from .core.lifecycle.sleep import SleepReport
 from .embeddings import HashingEmbedder, MiniLMEmbedder
 from .errors import (
     ConfigError,

@@ -38,7 +38,7 @@ from datetime import datetime
 from types import ModuleType
 from typing import Any, Union
 
-from .core.documents import speaker_prefix
+from .core.text.documents import speaker_prefix
 from .errors import InvalidTypeError, MissingDependencyError
 from .pool import EnginePool, namespace_from_configurable, namespace_key
 from .types import (ForgetResult, LearnsFromFeedback, MemoryEngine, RetrievalResult, RetrievedItem,

@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .core.documents import speaker_prefix
+from .core.text.documents import speaker_prefix
 
 
 def _load_demo() -> dict[str, Any]:

@@ -103,7 +103,7 @@ class SynapseConfig:
         speaker_in_document: the embedder and BM25 read a turn by a named speaker as
             ``"<speaker>: <text>"`` (once; role words such as "user" are not names), so
             questions that name a person reach that person's turns whether or not the
-            caller put the name in the text (:mod:`synapse_integrations.core.documents`).
+            caller put the name in the text (:mod:`synapse_integrations.core.text.documents`).
             Set when the memory is opened, like ``lexical_stemming``.
         alpha: initial activation ``a0 = alpha * cos(h_i, h_q)`` for anchors.
         spreading_factor (S), decay (delta), fan effect, inhibition (beta, M),
@@ -121,7 +121,7 @@ class SynapseConfig:
             the query, so in [0, 1]) in the hybrid score. The paper uses BM25 only to pick
             anchors (0 here); see docs/benchmarks.md for why our default adds it.
         weight_distinct: weight of distinctive evidence
-            (:func:`~synapse_integrations.core.scoring.singled_out`): the one turn that
+            (:func:`~synapse_integrations.core.kernels.scoring.singled_out`): the one turn that
             alone contains the query's rare tokens (an order number, a code word) gains up
             to this much, in proportion to the share of the query's IDF mass those tokens
             carry and its lead over any other turn; no other node gains anything. Spreading activation rewards turns in well-connected
@@ -137,14 +137,14 @@ class SynapseConfig:
         version_recency: a question not about the past ranks the newest user turn that
             holds most of its words right above the best older turn holding no other of
             them (versions found at question time,
-            :func:`~synapse_integrations.core.reconsolidation.rank_recent`).
+            :func:`~synapse_integrations.core.signals.versions.rank_recent`).
         entity_feedback: ``r > 0`` runs a second pass: the named-entity concepts linked to
             the first pass's ``r`` best episodes (not topics, not speakers, not already in
             the query) join the query (their names the lexical trigger's text, their mean
             embedding the query vector with weight ``feedback_weight``), and triggers,
             dynamics and score run again; each memory then keeps the better of its
             first-pass score and ``spreading_factor`` times its second-pass score (one
-            hop further: :func:`~synapse_integrations.core.retrieval.merge_feedback`), and
+            hop further: :func:`~synapse_integrations.core.retrieval.pipeline.merge_feedback`), and
             the gate still judges the first pass. It lets an answer linked to the question
             only through an entity ("the person from the ski trip" -> Dana -> Dana's news)
             be found, at the cost of a second pass when such entities exist; 2 (default);
@@ -154,7 +154,7 @@ class SynapseConfig:
         reply_weight: a turn that answers the question asked right before it (by another
             speaker, not the assistant) scores at least this share of that question's
             score, and is a candidate whenever the question is
-            (:func:`~synapse_integrations.core.conversation.lift_replies`); 0 switches it
+            (:func:`~synapse_integrations.core.signals.replies.lift_replies`); 0 switches it
             off. The default is the spreading factor's 0.8: a reply is one hop from its
             question. See docs/benchmarks.md, "Conversational context".
         follow_up_weight: a reply whose question followed up a statement by the reply's
@@ -175,11 +175,11 @@ class SynapseConfig:
             what a turn's document adds for the speaker, "Sam:"): the name alone made every
             short turn of theirs look like the answer. Who the question is about is
             ``named_speaker_weight``'s work; the gate's topic check reads the plain cosine
-            (:func:`~synapse_integrations.core.focus.names_out`). See
+            (:func:`~synapse_integrations.core.signals.focus.names_out`). See
             docs/benchmarks.md, "Names out of the cosine".
         named_speaker_weight: when a question names exactly one of the memory's speakers,
             the other speakers' turns score this share of their score
-            (:func:`~synapse_integrations.core.focus.focus`); 1 switches it off.
+            (:func:`~synapse_integrations.core.signals.focus.focus`); 1 switches it off.
         first_person_weight: when a question names no speaker but is asked in the first
             person ("what do I...", "my"), in a memory whose turns carry roles (user /
             assistant), the turns that are not the user's score this share of their score;
@@ -188,7 +188,7 @@ class SynapseConfig:
         date_weight: when a question names a date ("on 25 May, 2022", "in May 2022"), the
             turns outside that day, month or year (one day's slack on each side) score this
             share of their score, and the period's own turns join the dense trigger's
-            anchors (:mod:`~synapse_integrations.core.focus`); 1 switches it off.
+            anchors (:mod:`~synapse_integrations.core.signals.focus`); 1 switches it off.
         gate_signal / gate_tau: reject when the top item's signal is below ``gate_tau``.
             ``"activation"`` (the paper): its activation; ``"similarity"``: its cosine with
             the query; ``"score"``: its hybrid score.
@@ -211,14 +211,14 @@ class SynapseConfig:
 
     Lifecycle (mnemos, seed 004; docs/concepts.md, "Memory lifecycle")
         reconsolidation: a stored turn that restates an attribute with a new value marks
-            the earlier turn superseded (:mod:`~synapse_integrations.core.reconsolidation`;
+            the earlier turn superseded (:mod:`~synapse_integrations.core.lifecycle.reconsolidation`;
             the detector is the engine's ``lifecycle``: a rule offline, or an LLM).
         surprisal_gate / surprisal_tau / surprisal_window: each turn's surprisal against
             the prediction of the last ``surprisal_window`` turns
-            (:mod:`~synapse_integrations.core.surprisal`); turns under ``surprisal_tau``
+            (:mod:`~synapse_integrations.core.lifecycle.surprisal`); turns under ``surprisal_tau``
             are stored with low salience and score ``low_salience_weight`` of their score.
         sleep_auto / sleep_episodes / sleep_seconds: consolidate episodes into semantic
-            facts (:mod:`~synapse_integrations.core.sleep`) once ``sleep_episodes`` new
+            facts (:mod:`~synapse_integrations.core.lifecycle.sleep`) once ``sleep_episodes`` new
             episodes and ``sleep_seconds`` of event time have passed since the last sleep
             (``Synapse.sleep()`` runs it on demand); ``sleep_archive_sources`` archives the
             episodes a fact was drawn from (restorable).
@@ -418,7 +418,7 @@ class SynapseConfig:
                 "fan_in_exponent": self.fan_in_exponent}
 
     def spread_params(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`~synapse_integrations.core.dynamics.spread_activation`
+        """Keyword arguments of :func:`~synapse_integrations.core.kernels.dynamics.spread_activation`
         (Eqs. 2-4), with the ablation switches applied (``use_decay=False``: decay 0).
 
         >>> SynapseConfig(use_decay=False).spread_params()["decay"]

@@ -1,7 +1,7 @@
 """An optional second opinion for the gate: any LangChain chat model judges whether the
 retrieved evidence supports the question (issue 11).
 
-The offline gate (:mod:`synapse_integrations.core.gate`) decides first; a query it
+The offline gate (:mod:`synapse_integrations.core.retrieval.gate`) decides first; a query it
 accepted goes to the judge with its top ``k`` memories. The judge answers with JSON
 ``{"supported": true|false, "quote": "..."}`` (the quote: the memory text that answers).
 Each verdict is cached per question and evidence set; a judge that fails, answers

@@ -41,7 +41,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from .core.validation import CONTROL_RE, namespace_dirname, utf8_ok, validate_namespace
+from .core.state.validation import CONTROL_RE, namespace_dirname, utf8_ok, validate_namespace
 from .errors import InvalidInputError, InvalidTypeError, NamespaceError
 from .pooled import PooledMemory
 

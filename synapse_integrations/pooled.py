@@ -6,14 +6,28 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .pool import EnginePool
+from .core.engine import Synapse
 
 __all__ = ["PooledMemory"]
+
+
+class Pool(Protocol):
+    """What a handle needs of its pool (:class:`~synapse_integrations.pool.EnginePool`)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    def lease(self, namespace: str) -> AbstractContextManager[Any]: ...
+
+    def alease(self, namespace: str) -> AbstractAsyncContextManager[Any]: ...
+
+    def close_namespace(self, namespace: str) -> None: ...
+
+    def drop(self, namespace: str) -> None: ...
 
 
 class PooledMemory:
@@ -36,7 +50,7 @@ class PooledMemory:
 
     __slots__ = ("_pool", "_key", "namespace")
 
-    def __init__(self, pool: EnginePool, key: str, namespace: str) -> None:
+    def __init__(self, pool: Pool, key: str, namespace: str) -> None:
         self._pool = pool
         self._key = key  # what the caller named it (a NamespaceKey stays one)
         self.namespace = namespace  #: the engine namespace (resolved, see EnginePool.resolve)
@@ -75,8 +89,6 @@ class PooledMemory:
         return f"PooledMemory({self.namespace!r}, path={str(self._pool.path)!r})"
 
     def __getattr__(self, attr: str) -> Any:
-        from .core.engine import Synapse
-
         if attr.startswith("__"):
             raise AttributeError(attr)
         member = inspect.getattr_static(Synapse, attr, None)

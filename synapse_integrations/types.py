@@ -164,7 +164,7 @@ class RetrievedItem:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """Why the gate accepted or rejected a query (:mod:`synapse_integrations.core.gate`).
+    """Why the gate accepted or rejected a query (:mod:`synapse_integrations.core.retrieval.gate`).
 
     ``check`` is the check that failed (``"topic"``, ``"attribution"``, ``"presence"``,
     ``"judge"``) or ``"accepted"``; ``reason`` says it in words; ``evidence_id`` is the memory

@@ -42,7 +42,7 @@ import chromadb  # noqa: E402,F401  (imported once, before forking)
 from _safety_helpers import HashEmbedder  # noqa: E402
 
 from synapse_integrations import Synapse, SynapseConfig  # noqa: E402
-from synapse_integrations.core import forgetting as forgetting_mod  # noqa: E402
+from synapse_integrations.core.lifecycle import forgetting as forgetting_mod  # noqa: E402
 from synapse_integrations.storage import chroma as chroma_mod  # noqa: E402
 from synapse_integrations.storage import journal as journal_mod  # noqa: E402
 from synapse_integrations.storage import snapshots as snap_mod  # noqa: E402

@@ -18,7 +18,7 @@ from synapse_integrations.bench.perf import (
     synthetic_turns,
 )
 from synapse_integrations.cli import main
-from synapse_integrations.core.extraction import OfflineExtractor
+from synapse_integrations.core.ingest.extraction import OfflineExtractor
 from synapse_integrations.types import Turn, VectorWrite, WindowReport
 
 RUN_KEYS = {"nodes", "edges", "synthetic", "retrieve_ms", "dense_only_ms", "activation_ms",

@@ -85,7 +85,7 @@ def test_turns_are_a_chat_apart_so_an_answer_is_a_reply(tmp_path, embedder, monk
     the user's "Scandinavian, lots of light wood." then replies to the assistant's question
     (core/conversation.py) and ranks above it. An hour apart, it was no reply."""
     from synapse_integrations.bench import small
-    from synapse_integrations.core.conversation import REPLY_WINDOW
+    from synapse_integrations.core.signals.replies import REPLY_WINDOW
 
     assert small.TURN_GAP_S < REPLY_WINDOW
     data = {"format": "synapse-small-memories", "version": 1, "memories": [

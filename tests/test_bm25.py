@@ -9,8 +9,8 @@ import pytest
 
 bm25s = pytest.importorskip("bm25s")
 
-from synapse_integrations.core.bm25 import BM25Index  # noqa: E402
-from synapse_integrations.core.tokens import terms, tokenize  # noqa: E402
+from synapse_integrations.core.index.bm25 import BM25Index  # noqa: E402
+from synapse_integrations.core.text.tokens import terms, tokenize  # noqa: E402
 
 # inflected forms ("skiing", "skis", "ships", "shipped") share a stem with other words
 WORDS = ("dana ski skiing skis trip whistler snow cousin vet school cello lisbon porto order "

@@ -10,17 +10,11 @@ import numpy as np
 import pytest
 
 from synapse_integrations import SynapseConfig
-from synapse_integrations.core.conversation import (
-    FOLLOW_UP_CHARS,
-    REPLY_WINDOW,
-    asked_share,
-    follow_ups,
-    hand_over,
-    lift_replies,
-    replies_to,
+from synapse_integrations.core.signals.replies import (
+    FOLLOW_UP_CHARS, REPLY_WINDOW, asked_share, follow_ups, hand_over, lift_replies, replies_to,
     with_replies,
 )
-from synapse_integrations.core.graph import Compiled
+from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.errors import ConfigError
 
 

@@ -10,14 +10,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from synapse_integrations.core.dynamics import (
-    SpreadResult,
-    lateral_inhibition,
-    propagation_by_source,
-    propagation_matrix,
-    sigmoid_firing,
-    spread_activation,
-    spread_activation_reference,
+from synapse_integrations.core.kernels.dynamics import (
+    SpreadResult, lateral_inhibition, propagation_by_source, propagation_matrix, sigmoid_firing,
+    spread_activation, spread_activation_reference,
 )
 from synapse_integrations.errors import InvalidInputError, SynapseError
 
@@ -464,7 +459,7 @@ def _spread_whole_graph(a0, P, *, iterations, spreading_factor, decay, inhibitio
                         inhibition_top_m, gamma, theta, use_inhibition=True):
     """The cycle computed over every node (no support shortcut): what the fast path of
     ``spread_activation`` must reproduce bit for bit."""
-    from synapse_integrations.core.dynamics import strongest_inflow
+    from synapse_integrations.core.kernels.dynamics import strongest_inflow
 
     P = sp.csr_array(P)
     a = np.array(a0, dtype=np.float64)

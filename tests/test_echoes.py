@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from synapse_integrations import Synapse
-from synapse_integrations.core import echoes
+from synapse_integrations.core.graph import roles
+from synapse_integrations.core.signals import echoes
 
 pytestmark = pytest.mark.model
 
@@ -33,7 +34,7 @@ def test_marking_rule(tmp_path, embedder):
         later = mem.add_turn("Got it: you adopted a beagle named Biscuit.", speaker="bot",
                              metadata={"role": "assistant"})
         assert mem.get(later)["metadata"]["echo_of"] == mem.episodes()[-2]["id"]
-        assert echoes.is_role({"speaker": "Human"}, "user") and echoes.is_role({"speaker": "AI"}, "assistant")
+        assert roles.is_role({"speaker": "Human"}, "user") and roles.is_role({"speaker": "AI"}, "assistant")
 
 
 def test_demotion_only_when_the_source_is_a_candidate(tmp_path, embedder):

@@ -163,7 +163,7 @@ def test_bridge_concept_reaches_an_answer_dense_search_misses(memory):
 def test_entity_feedback_skips_speakers_topics_and_names_already_asked(memory):
     memory.add_turns(bridge_conversation())
     memory.consolidate()
-    from synapse_integrations.core import retrieval
+    from synapse_integrations.core.retrieval import pipeline as retrieval
 
     c = memory._state.compiled()
     cfg = memory.config.replace(entity_feedback=1)
@@ -187,7 +187,8 @@ def test_entity_feedback_reads_episodes_by_their_own_evidence_not_a_borrowed_lif
     by words that are not its own: its entities do not feed the second pass."""
     import dataclasses
 
-    from synapse_integrations.core import retrieval, scoring
+    from synapse_integrations.core.retrieval import pipeline as retrieval
+    from synapse_integrations.core.kernels import scoring
 
     memory.add_turns(bridge_conversation())
     memory.consolidate()

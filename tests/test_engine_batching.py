@@ -108,7 +108,7 @@ def test_concept_names_are_embedded_once(tmp_path):
 
 
 def test_name_cache_is_bounded(tmp_path, monkeypatch):
-    import synapse_integrations.core.consolidation as consolidation
+    import synapse_integrations.core.ingest.consolidation as consolidation
 
     monkeypatch.setattr(consolidation, "NAME_CACHE_SIZE", 3)
     with Synapse(tmp_path / "m", embedder=HashEmbedder()) as mem:

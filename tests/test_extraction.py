@@ -11,13 +11,8 @@ import time
 
 import pytest
 
-from synapse_integrations.core.extraction import (
-    BaseExtractor,
-    ExtractionSchema,
-    Extractor,
-    ExtractorStats,
-    LLMExtractor,
-    OfflineExtractor,
+from synapse_integrations.core.ingest.extraction import (
+    BaseExtractor, ExtractionSchema, Extractor, ExtractorStats, LLMExtractor, OfflineExtractor,
     window_stats,
 )
 from synapse_integrations.errors import (
@@ -565,7 +560,7 @@ def test_missing_langchain_names_the_extra(monkeypatch):
 
 def test_import_does_not_load_langchain():
     code = (
-        "import sys, synapse_integrations.core.extraction as m; "
+        "import sys, synapse_integrations.core.ingest.extraction as m; "
         "m.OfflineExtractor().extract([]); "
         "print(sorted(k for k in sys.modules if k.startswith('langchain')))"
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from synapse_integrations import HashingEmbedder, Synapse
-from synapse_integrations.core.filters import Filter, compile_where
+from synapse_integrations.core.state.filters import Filter, compile_where
 from synapse_integrations.errors import InvalidInputError, InvalidTypeError
 
 DAY = 86_400.0

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from synapse_integrations import SynapseConfig
-from synapse_integrations.core.focus import (DATE_SLACK, asks_assistant, date_scope, focus, named_dates,
-                                             named_speaker, names_out)
-from synapse_integrations.core.graph import Compiled
+from synapse_integrations.core.signals.focus import (
+    DATE_SLACK, asks_assistant, date_scope, focus, named_dates, named_speaker, names_out,
+)
+from synapse_integrations.core.graph.graph import Compiled
 
 DAY = 86400.0
 
@@ -195,7 +196,7 @@ def test_odd_dates_never_fail_a_question(question):
 
 def test_only_the_start_of_a_long_question_is_read_for_dates():
     """A pasted document full of numbers costs the parser no more than a question does."""
-    from synapse_integrations.core.focus import DATE_QUERY_CHARS
+    from synapse_integrations.core.signals.focus import DATE_QUERY_CHARS
 
     long = "What did we decide on 3 May, 2022? " + "x" * DATE_QUERY_CHARS \
         + " Figures: 12 May 2021, 2019-04-03." * 400

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synapse_integrations import Synapse, SynapseConfig
-from synapse_integrations.core import gate as G
-from synapse_integrations.core.bm25 import BM25Index
+from synapse_integrations.core.retrieval import gate as G
+from synapse_integrations.core.text import subjects as S
+from synapse_integrations.core.index.bm25 import BM25Index
 from synapse_integrations.errors import ConfigError, InvalidInputError
 
 TURNS = [
@@ -48,10 +49,10 @@ def test_kernels_against_hand_computed_values():
                                             np.array([False, True, False, True]))
     assert (gap, other, subject) == (pytest.approx(0.3), 1, 2)
     assert G.presence(np.array([0.4, 0.8]), np.array([True, False]), 0.5) == (pytest.approx(0.2), 0)
-    assert G.attribute_terms("What kind of dog does Sam have now?", ["Sam"]) == ["dog"]
+    assert S.attribute_terms("What kind of dog does Sam have now?", ["Sam"]) == ["dog"]
     assert G.resolve_terms(["camped", "dogs", "goldfish"], {"camping", "dog"}.__contains__) == [
         "camping", "dog", "goldfish"]
-    assert G.named_subjects("What did Caroline say about Melanie's race?", ["Caroline", "Melanie"]) == \
+    assert S.named_subjects("What did Caroline say about Melanie's race?", ["Caroline", "Melanie"]) == \
         ["Caroline", "Melanie"]
     assert G.turn_about("Melanie: How is the adoption research going?", "Melanie",
                         ["Caroline", "Melanie"]) == {"Caroline"}
@@ -217,8 +218,8 @@ def test_a_date_in_the_question_is_no_word_presence_looks_for(embedder):
     """"on 25 May, 2022" is when, matched against the turns' times (core/focus.py): its
     words are no attribute terms, so a question that asks only what happened that day is
     not refused because no turn writes the date out."""
-    assert G.attribute_terms("What did Nate do for Joanna on 25 May, 2022?", ["Joanna", "Nate"]) == []
-    assert G.attribute_terms("What did Nate bake in May 2022?", ["Nate"]) == ["bake"]
+    assert S.attribute_terms("What did Nate do for Joanna on 25 May, 2022?", ["Joanna", "Nate"]) == []
+    assert S.attribute_terms("What did Nate bake in May 2022?", ["Nate"]) == ["bake"]
     may25 = 1653480000  # 2022-05-25 12:00 UTC
     with Synapse(None, namespace="dated", embedder=embedder) as m:
         m.add_turns([{"text": "Nate: I baked a chocolate cake for your birthday, Joanna!",

@@ -8,8 +8,8 @@ import numpy as np
 
 from synapse_integrations import HashingEmbedder, Synapse
 from synapse_integrations.bench.perf import synthetic_queries, synthetic_turns
-from synapse_integrations.core.graph import MemoryGraph
-from synapse_integrations.core.view import Compiled, with_rows
+from synapse_integrations.core.graph.graph import MemoryGraph
+from synapse_integrations.core.graph.view import Compiled, with_rows
 from synapse_integrations.storage.chroma import ephemeral_client
 
 

@@ -8,12 +8,15 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
-from synapse_integrations.core.graph import Compiled
-from synapse_integrations.core.lifecycle import Lifecycle
-from synapse_integrations.core.reconsolidation import (LLMReconsolidator, is_update, query_tense,
-                                                       rank_recent, rank_versions,
-                                                       settle_versions, statements)
-from synapse_integrations.core.retrieval import Pass, Scope, merge_feedback
+from synapse_integrations.core.graph.graph import Compiled
+from synapse_integrations.core.lifecycle.detectors import Lifecycle
+from synapse_integrations.core.lifecycle.reconsolidation import (
+    LLMReconsolidator, is_update, statements,
+)
+from synapse_integrations.core.signals.versions import (
+    query_tense, rank_recent, rank_versions, settle_versions,
+)
+from synapse_integrations.core.retrieval.pipeline import Pass, Scope, merge_feedback
 from synapse_integrations.errors import ConfigError, InvalidTypeError
 
 OLD = "I've spent around 5-6 hours on my abstract ocean sculpture so far."

@@ -7,8 +7,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
-from synapse_integrations.core.lifecycle import Lifecycle
-from synapse_integrations.core.sleep import LLMSleeper, OfflineSleeper
+from synapse_integrations.core.lifecycle.detectors import Lifecycle
+from synapse_integrations.core.lifecycle.sleep import LLMSleeper, OfflineSleeper
 from synapse_integrations.errors import ConfigError, InvalidTypeError
 
 TURNS = [

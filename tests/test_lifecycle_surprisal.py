@@ -10,9 +10,10 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
-from synapse_integrations.core.lifecycle import Lifecycle
-from synapse_integrations.core.surprisal import (LLMPredictor, WindowPredictor, is_filler,
-                                                 surprisal, window_prediction)
+from synapse_integrations.core.lifecycle.detectors import Lifecycle
+from synapse_integrations.core.lifecycle.surprisal import (
+    LLMPredictor, WindowPredictor, is_filler, surprisal, window_prediction,
+)
 from synapse_integrations.errors import ConfigError, InvalidTypeError
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from synapse_integrations.config import SynapseConfig
-from synapse_integrations.core.dynamics import propagation_matrix
-from synapse_integrations.core.graph import Compiled
+from synapse_integrations.core.kernels.dynamics import propagation_matrix
+from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.core.models import get_model
 from synapse_integrations.core.models._neighbors import top_k_neighbors
 from synapse_integrations.core.models.base import Query

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from synapse_integrations.config import SynapseConfig
-from synapse_integrations.core.graph import Compiled
+from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.core.models import get_model
 from synapse_integrations.core.models._neighbors import top_k_neighbors
 from synapse_integrations.core.models.base import Query

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from synapse_integrations.core.graph import Compiled
+from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.core.models._neighbors import (
     NeighborIndex,
     neighbor_table,

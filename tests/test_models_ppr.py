@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from synapse_integrations.config import SynapseConfig
-from synapse_integrations.core.graph import Compiled
+from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.core.models import get_model
 from synapse_integrations.core.models.base import Query
 from synapse_integrations.core.models.ppr import (

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from synapse_integrations.config import SynapseConfig
-from synapse_integrations.core.graph import MemoryGraph
+from synapse_integrations.core.graph.graph import MemoryGraph
 from synapse_integrations.core.models import RetrievalModel, get_model, model_names
 from synapse_integrations.core.models.base import Activation, Query
 

@@ -10,9 +10,10 @@ import pytest
 
 from synapse_integrations import SynapseConfig
 from synapse_integrations.config import PAPER_DEFAULTS
-from synapse_integrations.core.dynamics import propagation_matrix
-from synapse_integrations.core.scoring import hybrid_score
-from synapse_integrations.core.triggers import BM25Index, tokenize
+from synapse_integrations.core.kernels.dynamics import propagation_matrix
+from synapse_integrations.core.kernels.scoring import hybrid_score
+from synapse_integrations.core.index.bm25 import BM25Index
+from synapse_integrations.core.text.tokens import tokenize
 from synapse_integrations.errors import ConfigError, InvalidInputError
 
 

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synapse_integrations import Synapse
-from synapse_integrations.core.graph import Compiled
-from synapse_integrations.core.retrieval import led_by
-from synapse_integrations.core.scoring import singled_out
-from synapse_integrations.core.triggers import BM25Index
+from synapse_integrations.core.graph.graph import Compiled
+from synapse_integrations.core.retrieval.pipeline import led_by
+from synapse_integrations.core.kernels.scoring import singled_out
+from synapse_integrations.core.index.bm25 import BM25Index
 
 BIRDS = ["heron", "finch", "wren", "crane", "robin", "egret", "swift", "lark", "kite", "gull"]
 

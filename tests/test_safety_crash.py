@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from synapse_integrations import Synapse
-from synapse_integrations.core.documents import document
+from synapse_integrations.core.text.documents import document
 from synapse_integrations.errors import NodeNotFoundError
 
 from _crash_worker import turn_text

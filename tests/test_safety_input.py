@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from synapse_integrations import Synapse
 from synapse_integrations.core.engine import MAX_TEXT_CHARS
-from synapse_integrations.core.extraction import LLMExtractor
-from synapse_integrations.core.validation import NORMALISED_KEY, normalise_text
+from synapse_integrations.core.ingest.extraction import LLMExtractor
+from synapse_integrations.core.state.validation import NORMALISED_KEY, normalise_text
 from synapse_integrations.errors import (
     EmbeddingError,
     ExtractionError,

@@ -290,7 +290,7 @@ def test_control_characters_are_refused_where_docs_say_so(tmp_path):
 
 
 def test_query_and_batch_sizes_are_bounded(tmp_path):
-    from synapse_integrations.core.validation import MAX_BATCH_TURNS, MAX_QUERY_CHARS
+    from synapse_integrations.core.state.validation import MAX_BATCH_TURNS, MAX_QUERY_CHARS
 
     with Synapse(tmp_path / "m", embedder=HashEmbedder()) as mem:
         mem.add_turn("something to find")

@@ -2,7 +2,7 @@
 
 Pasted chats hold C1 controls (cp1252 quotes decoded as latin-1: ``"He said \\x93hi\\x94"``)
 and stray C0 ones (``\\x02``). They are normalised on the way in
-(:data:`~synapse_integrations.core.validation.TEXT_NORMALISATION`), the change is recorded
+(:data:`~synapse_integrations.core.state.validation.TEXT_NORMALISATION`), the change is recorded
 in the turn's metadata, and only truly invalid turns refuse a batch, the error naming the
 turn. Ids, speakers and namespaces keep refusing control characters.
 """
@@ -14,11 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synapse_integrations import Synapse
-from synapse_integrations.core.validation import (
-    NORMALISED_KEY,
-    REPLACEMENT,
-    TEXT_NORMALISATION,
-    normalise_text,
+from synapse_integrations.core.state.validation import (
+    NORMALISED_KEY, REPLACEMENT, TEXT_NORMALISATION, normalise_text,
 )
 from synapse_integrations.errors import InvalidInputError, InvalidTypeError, NamespaceError
 from synapse_integrations.langgraph import SynapseStore

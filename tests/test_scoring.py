@@ -9,12 +9,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from synapse_integrations.core.scoring import (
-    cosine_to_query,
-    gate,
-    hybrid_score,
-    pagerank_scores,
-    top_k,
+from synapse_integrations.core.kernels.scoring import (
+    cosine_to_query, gate, hybrid_score, pagerank_scores, top_k,
 )
 from synapse_integrations.errors import InvalidInputError
 
@@ -106,7 +102,7 @@ def test_pagerank_degenerate_graphs():
 
 def test_pagerank_logs_when_not_converged(caplog):
     G = weighted_random_graph(3, 50)
-    with caplog.at_level(logging.WARNING, logger="synapse_integrations.core.scoring"):
+    with caplog.at_level(logging.WARNING, logger="synapse_integrations.core.kernels.scoring"):
         pr = pagerank_scores(*edges_of(G), 50, max_iter=1)
     assert "no convergence" in caplog.text
     assert pr.max() == 1.0

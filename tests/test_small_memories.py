@@ -81,7 +81,7 @@ def test_presence_reads_the_words_of_the_evidence_found(tmp_path, embedder, monk
     """"trip" is no concept (concepts are names and phrases), so presence by meaning
     found nothing for "travel" once the turns were consolidated; the first memories the
     retrieval placed lend it their own words (core/gate.py, EVIDENCE_TURNS)."""
-    from synapse_integrations.core import gate
+    from synapse_integrations.core.retrieval import gate
 
     mem, ids = _memory(tmp_path, embedder, ANA_AND_BEN)
     try:

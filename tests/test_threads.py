@@ -10,8 +10,8 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from synapse_integrations import InvalidInputError, Synapse, SynapseConfig
-from synapse_integrations.core import threads
-from synapse_integrations.core.extraction import OfflineExtractor
+from synapse_integrations.core.kernels import threads
+from synapse_integrations.core.ingest.extraction import OfflineExtractor
 from synapse_integrations.embeddings import HashingEmbedder
 
 np.ones((4, 4)) @ np.ones(4)  # numpy's BLAS loaded before anything is read
@@ -128,7 +128,7 @@ def test_large_products_are_split_over_the_cores_only_while_blas_is_limited(
 
 
 def test_a_split_product_equals_the_whole_one_and_errors_surface(three_threads, monkeypatch):
-    from synapse_integrations.core.view import Compiled
+    from synapse_integrations.core.graph.view import Compiled
 
     monkeypatch.setattr(threads, "_cores", lambda: 2)
     rng = np.random.default_rng(3)

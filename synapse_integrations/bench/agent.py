@@ -52,14 +52,27 @@ import numpy as np
 from .._adapter_utils import finished_turn
 from ..config import SynapseConfig
 from ..errors import InvalidInputError
-from .agent_metrics import HUB_DEPTH, hub_share, mean_by_group, question_above_evidence, \
-    stored_in_top
+from .agent_metrics import (
+    HUB_DEPTH,
+    hub_share,
+    mean_by_group,
+    question_above_evidence,
+    stored_in_top,
+)
 from .baselines import BaselineRanker, is_baseline
 from .locomo import load_locomo
 from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval, read_json
 from .metrics import mean_by_key, percentiles, recall_at_k
-from .retrieval import DEFAULT_KS, INGEST_CHUNK, RRF_DEPTH, BenchMemory, BenchQuestion, \
-    CachingEmbedder, method_config, run_memories
+from .retrieval import (
+    DEFAULT_KS,
+    INGEST_CHUNK,
+    RRF_DEPTH,
+    BenchMemory,
+    BenchQuestion,
+    CachingEmbedder,
+    method_config,
+    run_memories,
+)
 
 __all__ = ["ACK", "AGENT_METHODS", "DEFAULT_KS", "AgentDataset", "AgentRecord", "ask_points",
            "format_agent_table", "load_agent_data", "plot_agent", "run_agent"]

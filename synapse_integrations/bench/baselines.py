@@ -160,7 +160,7 @@ def ppr_rank(memory: Any, query: str, q: np.ndarray, depth: int, *,
     graph, read through :meth:`~synapse_integrations.Synapse.inspect_retrieval`; episodes
     the walk does not reach are not ranked. ``config``: whose triggers pick the anchors
     (default: the memory's own configuration)."""
-    from ..core.scoring import top_k
+    from ..core.kernels.scoring import top_k
 
     cfg = (config or memory.config).with_model("ppr", damping=damping)
     with memory.inspect_retrieval() as steps:
@@ -184,7 +184,7 @@ class BaselineRanker:
 
     def __init__(self, ids: Sequence[str], texts: Sequence[str], vectors: np.ndarray,
                  memory: Any | None = None, config: SynapseConfig | None = None) -> None:
-        from ..core.triggers import BM25Index
+        from ..core.index.bm25 import BM25Index
 
         self.ids = list(ids)
         self.index = {d: i for i, d in enumerate(self.ids)}
@@ -246,7 +246,7 @@ class BaselineRanker:
             lex = self.bm25.scores_for(query, self.index, len(self.ids))
             cos = self.vectors @ np.asarray(q, dtype=np.float32)
             t_signals = time.perf_counter() - t0
-            from ..core.scoring import top_k
+            from ..core.kernels.scoring import top_k
 
             for m, w in weights.items():
                 t0 = time.perf_counter()

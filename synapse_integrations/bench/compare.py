@@ -8,13 +8,11 @@ questions a baseline answers better). Both read the per-method results or record
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .baselines import is_baseline
 from .metrics import head_to_head, loses, recall_at_k
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .retrieval import QuestionRecord
+from .records import QuestionRecord
 
 __all__ = ["best_baseline_section", "head_to_head_section"]
 

@@ -95,7 +95,7 @@ def content_words(text: str) -> set[str]:
     >>> sorted(content_words("Pickle swallowed a hair tie"))
     ['hair', 'pickle', 'swallow', 'tie']
     """
-    from ..core.triggers import tokenize
+    from ..core.text.tokens import tokenize
 
     out = set()
     for tok in tokenize(text):
@@ -210,7 +210,7 @@ def _check_bridge(p: Mapping[str, Any], texts: Mapping[str, str], conv: Any) -> 
     alias = shares_word(answer, bridge) - content_words(answer.split(":", 1)[0])
     _need(bool(alias), f"probe {pid!r}: the bridge turn does not name the answer's subject")
     if conv is not None:
-        from ..core.triggers import tokenize
+        from ..core.text.tokens import tokenize
 
         said = {w for t in conv.turns for w in tokenize(t.text)}
         name = [w for w in tokenize(answer.split(":", 1)[1]) if w in set(tokenize(bridge))]

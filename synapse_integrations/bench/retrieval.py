@@ -45,13 +45,29 @@ import numpy as np
 from ..config import SynapseConfig
 from ..errors import ConfigError, InvalidInputError
 from ..presets import BENCH_OPTIONS, LIFECYCLE_OPTIONS
-from .baselines import BASELINES, FUSION_WEIGHT, BaselineRanker, is_baseline, needs_memory, \
-    rrf_fuse
+from .baselines import (
+    BASELINES,
+    FUSION_WEIGHT,
+    BaselineRanker,
+    is_baseline,
+    needs_memory,
+    rrf_fuse,
+)
+from .compare import best_baseline_section, head_to_head_section
 from .locomo import load_locomo
 from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval
-from .compare import best_baseline_section, head_to_head_section
-from .metrics import DEFAULT_GATE_TAUS, aggregate_recall, mean_by_key, newest_above_older, \
-    percentiles, recall_at_k, refusal_rates, refusal_sweep, session_recall_at_k
+from .metrics import (
+    DEFAULT_GATE_TAUS,
+    aggregate_recall,
+    mean_by_key,
+    newest_above_older,
+    percentiles,
+    recall_at_k,
+    refusal_rates,
+    refusal_sweep,
+    session_recall_at_k,
+)
+from .records import QuestionRecord
 
 __all__ = [
     "BASELINES",
@@ -279,23 +295,6 @@ class BenchMemory:
     name: str
     turns: tuple[Mapping[str, Any], ...]
     questions: tuple[BenchQuestion, ...]
-
-
-@dataclass
-class QuestionRecord:
-    """What one method returned for one question (kept for analysis and plots)."""
-
-    conversation: str
-    question: str
-    category: Any
-    evidence: tuple[str, ...]
-    ranked: list[str]
-    latency_ms: float
-    confidence: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    rejected: bool | None = None
-    qid: str = ""
-    gate: dict[str, Any] | None = None  # the gate's verdict (check, reason, signals)
 
 
 @dataclass

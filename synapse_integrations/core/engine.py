@@ -57,21 +57,27 @@ from ..storage.chroma import close_client, list_namespaces, persistent_client
 from ..storage.journal import ForgetJournal
 from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
-from ..types import (ConsistencyReport, ConsolidationReport, FeedbackReport, ForgetResult,
-                     RetrievalResult)
-from . import consistency, feedback as usage, forgetting, threads
-from .consolidation import Consolidator, NameVectors
-from .events import EventBus
-from .extraction import OfflineExtractor
-from .ingestion import Ingestor
-from .lifecycle import Lifecycle
+from ..types import (
+    ConsistencyReport,
+    ConsolidationReport,
+    FeedbackReport,
+    ForgetResult,
+    RetrievalResult,
+)
+from .ingest.consolidation import Consolidator, NameVectors
+from .ingest.extraction import OfflineExtractor
+from .ingest.pipeline import Ingestor
+from .kernels import threads
+from .lifecycle import consistency, forgetting
+from .lifecycle import feedback as usage
+from .lifecycle.detectors import Lifecycle
+from .lifecycle.sleep import SleepReport
 from .models.mnemos import AffectTagger, as_tagger
-from .sleep import SleepReport
-from .filters import Filter
-from .retrieval import DEFAULT_KINDS, Retriever, RetrievalSteps, scope_of
-from .state import MemoryState
-from .twins import AsyncTwins
-from .validation import (
+from .retrieval.pipeline import DEFAULT_KINDS, RetrievalSteps, Retriever, scope_of
+from .state.events import EventBus
+from .state.filters import Filter
+from .state.state import MemoryState
+from .state.validation import (
     MAX_TEXT_CHARS,
     WRITE_CHUNK,
     check_k,
@@ -84,6 +90,7 @@ from .validation import (
     validate_namespace,
     validate_snapshot,
 )
+from .twins import AsyncTwins
 
 logger = logging.getLogger(__name__)
 
@@ -198,8 +205,10 @@ class Synapse(AsyncTwins):
         self._consolidator = Consolidator(state, extractor, NameVectors(self._embedder))
         self._ingestor = Ingestor(state, self._consolidator, self._firewall, lifecycle, tagger)
         self._retriever = Retriever(state, {"mnemos": {"tagger": tagger}} if tagger else None, self._consolidator.names.embed)
-        self._eraser = forgetting.Eraser(state, self._snapshots, self._journal, self._consolidator,
-                                         self._ingestor.retries, save=self.save)
+        self._eraser = forgetting.Eraser(
+            state, self._snapshots, self._journal,
+            (self._consolidator.dormancy, self._ingestor.retries), self._consolidator.names,
+            save=self.save)
         if loaded is not None:
             state.load_snapshot(loaded[1])
         state.read_tombstones()  # forgotten ids: authoritative for every open and engine
@@ -506,7 +515,7 @@ class Synapse(AsyncTwins):
         ranked: ``speakers`` (one or several), an event-time range ``[since, until)``, and
         ``where``, a condition on the turn metadata in Chroma's ``where`` language
         (``{"topic": "ski"}``, ``{"n": {"$gte": 3}}``, ``{"$or": [...]}``; see
-        :mod:`synapse_integrations.core.filters`). ``config`` overrides the retrieval
+        :mod:`synapse_integrations.core.state.filters`). ``config`` overrides the retrieval
         settings for this call only (see :meth:`retrieve_by_vector`); ``at``: when it is asked.
 
         >>> res = mem.retrieve("What is Dana studying?", k=5)     # doctest: +SKIP

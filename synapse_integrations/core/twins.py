@@ -17,7 +17,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ..types import ConsistencyReport, ConsolidationReport, FeedbackReport, RetrievalResult
+from ..types import (
+    ConsistencyReport,
+    ConsolidationReport,
+    FeedbackReport,
+    RetrievalResult,
+)
 
 __all__ = ["AsyncTwins"]
 

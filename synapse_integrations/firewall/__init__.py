@@ -18,7 +18,7 @@ named by a keyword -- ``password=...``, ``.env`` lines such as ``DB_PASSWORD=...
 memory of a conversation usually needs names and contact details.
 
 Before the firewall, and whether it is on or off, control characters in turn text are
-normalised, never refused (:func:`synapse_integrations.core.validation.normalise_text`:
+normalised, never refused (:func:`synapse_integrations.core.state.validation.normalise_text`:
 C1 controls read as cp1252, the rest replaced; recorded in the turn's metadata as
 ``text_normalised``), so a detector never sees them.
 

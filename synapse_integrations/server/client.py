@@ -38,7 +38,7 @@ from urllib.parse import quote
 
 from .._adapter_utils import require
 from ..config import SynapseConfig
-from ..core.validation import validate_namespace
+from ..core.state.validation import validate_namespace
 from ..errors import (
     InvalidInputError,
     InvalidTypeError,

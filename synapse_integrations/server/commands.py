@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
-from ..core import threads
+from ..core.kernels import threads
 from ..errors import InvalidInputError, SynapseError
 from ..pool import DEFAULT_MAX_OPEN
 

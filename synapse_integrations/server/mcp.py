@@ -50,7 +50,7 @@ from urllib.parse import unquote
 import anyio
 
 from .._adapter_utils import require
-from ..core.validation import validate_namespace
+from ..core.state.validation import validate_namespace
 from . import wire
 from .access import STATE_KEY, AccessDeniedError, ApiKey, KeyRing, bind_namespace, key_ring
 from .service import MemoryService

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from ..config import SynapseConfig
-from ..core.documents import document
-from ..core.validation import normalise_text, validate_namespace
+from ..core.text.documents import document
+from ..core.state.validation import normalise_text, validate_namespace
 from ..errors import (
     InvalidInputError,
     InvalidTypeError,

@@ -38,7 +38,7 @@ import numpy as np
 from ...errors import InvalidInputError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..graph import Compiled as GraphView
+    from ..graph.graph import Compiled as GraphView
 
 __all__ = [
     "NeighborIndex",

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from ...config import SynapseConfig
-from ..graph import Compiled
+from ..graph.graph import Compiled
 from . import get_model
+from ._neighbors import NeighborIndex
 from .base import Query
 
 MODELS = ("synapse", "evermind", "synaptic", "mnemos", "ppr")
@@ -108,8 +109,6 @@ def run(n: int, queries: int, models: tuple[str, ...] = MODELS) -> dict[str, Any
 def build_times(n: int) -> dict[str, Any]:
     """Cold build of each neighbour table (episodes: k=3 for Evermind, 32 for mnemos; all
     nodes: 10 for SynapticRAG) and its update after one more episode."""
-    from ._neighbors import NeighborIndex
-
     view = synthetic_view(n + 1)
     ids = view.ids[:n]
     small = Compiled.from_arrays(ids, view.embeddings[:n], src=[], dst=[], weight=[],

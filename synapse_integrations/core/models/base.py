@@ -2,7 +2,7 @@
 
 A retrieval model decides how energy moves from a query's anchors through the memory:
 SYNAPSE's spreading activation (the default), and the other seed systems' dynamics as
-options. The pipeline around it (:mod:`synapse_integrations.core.retrieval`) is the same
+options. The pipeline around it (:mod:`synapse_integrations.core.retrieval.pipeline`) is the same
 for every model: triggers pick the anchors, the model activates, the hybrid score ranks
 the candidates, the gate judges the top one, and the items are built.
 
@@ -33,7 +33,7 @@ import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
-    from ..graph import Compiled as GraphView
+    from ..graph.graph import Compiled as GraphView
 
 __all__ = ["Activation", "LearnableEdges", "LearnsEdges", "Query", "RetrievalModel"]
 
@@ -102,7 +102,7 @@ class RetrievalModel(Protocol):
 @dataclass(frozen=True)
 class LearnableEdges:
     """The weighted edges a model spreads over, for usage feedback
-    (:mod:`synapse_integrations.core.feedback`).
+    (:mod:`synapse_integrations.core.lifecycle.feedback`).
 
     Attributes:
         graph: where learned weights are kept: ``"memory"`` (the memory graph's own

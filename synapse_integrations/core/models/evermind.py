@@ -19,7 +19,7 @@ Kernels (arrays in, arrays out): :func:`knn_edges`, :func:`seed_activation`,
 :func:`update_edge_weights_reference`). :class:`EvermindModel` is the retrieval model.
 
 >>> import numpy as np
->>> from synapse_integrations.core.dynamics import propagation_matrix
+>>> from synapse_integrations.core.kernels.dynamics import propagation_matrix
 >>> P = propagation_matrix(np.array([0, 1]), np.array([1, 0]), np.array([0.8, 0.8]), 2,
 ...                        use_fan_effect=True, fan_exponent=1.0)
 >>> linear_spread(np.array([1.0, 0.0]), P, gamma=0.5, rounds=1)
@@ -34,15 +34,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InvalidInputError
-from ..dynamics import propagation_matrix, strongest_inflow
-from ..scoring import top_k
+from ..kernels.dynamics import propagation_matrix, strongest_inflow
+from ..kernels.scoring import top_k
 from . import _params as prm
 from ._neighbors import NeighborIndex, NeighborTable, neighbor_table
 from .base import Activation, LearnableEdges, Query
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
-    from ..graph import Compiled as GraphView
+    from ..graph.graph import Compiled as GraphView
 
 __all__ = [
     "EvermindModel",
@@ -148,7 +148,7 @@ def linear_spread(a0: np.ndarray, P: sp.csr_array | np.ndarray, *, gamma: float,
     """``rounds`` rounds of ``a = gamma * a + (1 - gamma) * P @ a`` (Eq. 1 / 5.3).
 
     ``P[i, j]`` is what node ``j`` passes to ``i`` per unit of activation:
-    :func:`~synapse_integrations.core.dynamics.propagation_matrix` with the fan effect and
+    :func:`~synapse_integrations.core.kernels.dynamics.propagation_matrix` with the fan effect and
     exponent 1 gives the paper's ``w_ji / d_j``.
     """
     a = _check_spread(a0, P, gamma, rounds)

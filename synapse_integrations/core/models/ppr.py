@@ -32,13 +32,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InvalidInputError
-from ..dynamics import propagation_matrix
+from ..kernels.dynamics import propagation_matrix
 from . import _params as prm
 from .base import Activation, LearnableEdges, Query
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
-    from ..graph import Compiled as GraphView
+    from ..graph.graph import Compiled as GraphView
 
 __all__ = [
     "PPRModel",
@@ -55,7 +55,7 @@ def transition_matrix(src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
                       n: int) -> tuple[sp.csr_array, np.ndarray]:
     """``(T, dangling)``: ``T[i, j] = w_ji / (sum of j's out-weights)``, and the mask of
     nodes whose out-weights sum to 0. Edges are validated as in
-    :func:`~synapse_integrations.core.dynamics.propagation_matrix`."""
+    :func:`~synapse_integrations.core.kernels.dynamics.propagation_matrix`."""
     A_t = propagation_matrix(src, dst, weight, n, use_fan_effect=False)  # A_t[i, j] = w_ji
     out_weight = np.asarray(A_t.sum(axis=0)).ravel()
     dangling = out_weight <= 0

@@ -1,11 +1,11 @@
 """SYNAPSE's spreading activation as a retrieval model (the default; seed papers 000/001,
 section 3.2): anchors start at ``alpha * cos`` (Eq. 1), then ``T`` cycles of propagation
 with fan effect, lateral inhibition and sigmoid firing (Eqs. 2-4,
-:func:`~synapse_integrations.core.dynamics.spread_activation`).
+:func:`~synapse_integrations.core.kernels.dynamics.spread_activation`).
 
 >>> import numpy as np
 >>> from synapse_integrations.config import SynapseConfig
->>> from synapse_integrations.core.graph import Compiled
+>>> from synapse_integrations.core.graph.graph import Compiled
 >>> from synapse_integrations.core.models.base import Query
 >>> view = Compiled.from_arrays(["a", "b"], np.eye(2, dtype=np.float32), src=[0], dst=[1],
 ...                             weight=[1.0], is_episode=[True, True])
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from .. import dynamics
+from ..kernels import dynamics
 from .base import Activation, LearnableEdges, Query
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
-    from ..graph import Compiled as GraphView
+    from ..graph.graph import Compiled as GraphView
 
 
 class SynapseModel:

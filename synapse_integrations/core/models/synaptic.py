@@ -59,8 +59,10 @@ import numpy as np
 from scipy.special import expit
 
 from ...errors import InvalidInputError, MissingDependencyError
+from ..state.validation import MAX_SPIKES
 from . import _params as prm
 from ._neighbors import NeighborIndex, neighbor_table
+from .base import Activation, Query
 from .lif import (  # noqa: F401  (re-exported: the neuron is part of the model)
     LIFState,
     lif_advance,
@@ -71,11 +73,10 @@ from .lif import (  # noqa: F401  (re-exported: the neuron is part of the model)
     tau_after,
     tau_increment,
 )
-from .base import Activation, Query
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ...config import SynapseConfig
-    from ..graph import Compiled as GraphView
+    from ..graph.graph import Compiled as GraphView
 
 __all__ = [
     "MAX_SPIKES",
@@ -98,10 +99,6 @@ __all__ = [
     "temporal_scores_one_spike",
 ]
 
-#: The most recorded stimuli a node keeps in its ``spikes`` attribute (the oldest go first):
-#: bounds the snapshot, the DTW cost per pair (quadratic in the train lengths) and the LIF
-#: replay of each train.
-MAX_SPIKES = 32
 
 _SECONDS = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0}
 _CACHE_SIZE = 1_000_000  # entries per cache; cleared when full

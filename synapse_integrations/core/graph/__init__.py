@@ -1,0 +1,1 @@
+"""The memory graph: its record, its compiled view and what is derived from it."""

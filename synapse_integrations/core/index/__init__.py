@@ -1,0 +1,1 @@
+"""The lexical index (BM25) over the memory's documents."""

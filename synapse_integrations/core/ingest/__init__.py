@@ -1,0 +1,1 @@
+"""The write path: turn -> durable episode -> windows -> concepts."""

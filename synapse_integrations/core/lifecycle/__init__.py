@@ -1,0 +1,1 @@
+"""What happens to memories over time: versions, salience, sleep, forgetting, repair."""

@@ -1,0 +1,1 @@
+"""The read path: triggers -> model -> hybrid score -> signals -> gate -> items."""

@@ -1,0 +1,1 @@
+"""Ranking signals: the adjustments applied after the hybrid score, one per module."""

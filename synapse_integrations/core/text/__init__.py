@@ -1,0 +1,1 @@
+"""What a turn's text is: tokens, the word lists, the documents the indexes read."""
