@@ -22,8 +22,9 @@ normalised, never refused (:func:`synapse_integrations.core.state.validation.nor
 C1 controls read as cp1252, the rest replaced; recorded in the turn's metadata as
 ``text_normalised``), so a detector never sees them.
 
-The detectors are in :mod:`.detectors`; ``python -m synapse_integrations.firewall`` measures
-them on the labelled corpus in ``tests/fixtures/`` (:mod:`.evaluate`).
+The detectors are in :mod:`.detectors` (the keyword credentials in :mod:`.credentials`);
+``python -m synapse_integrations.firewall`` measures them on the labelled corpus in
+``tests/fixtures/`` (:mod:`.evaluate`).
 
 >>> fw = Firewall(FirewallConfig(pii="redact"))
 >>> fw.scan_text("mail me at dana@example.org, key sk-abc123def456ghi789jkl0").text
@@ -42,7 +43,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError, FirewallBlockedError
-from .detectors import DETECTORS, card_issuer_ok, is_credential_name, is_placeholder, luhn_ok
+from .credentials import is_credential_name, is_placeholder
+from .detectors import DETECTORS, card_issuer_ok, luhn_ok
 
 __all__ = ["ACTIONS", "CATEGORIES", "PII_CATEGORIES", "SECRET_CATEGORIES", "Finding", "Firewall",
            "FirewallConfig", "ScanResult", "card_issuer_ok", "is_credential_name", "is_placeholder",
