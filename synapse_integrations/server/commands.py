@@ -11,8 +11,8 @@ patterns (:mod:`.access`). SIGTERM or SIGINT stops a server gracefully: the fina
 is written, and it exits 0.
 
 Operator commands work on a folder directly (``--path DIR``: they take its lock, so no
-server may hold it) or on a server (``--url URL [--api-key KEY]``), one namespace at a
-time (``--namespace``, default ``default``)::
+server may hold it) or on a server (``--url URL [--api-key KEY]``; the two targets are in
+:mod:`.targets`), one namespace at a time (``--namespace``, default ``default``)::
 
     synapse add "Dana moved to Lisbon." --speaker Sam --path ./memory
     synapse query "Where does Dana live?" --url http://127.0.0.1:8765 --namespace user_id=42
@@ -28,129 +28,23 @@ The API key may also come from the ``SYNAPSE_API_KEY`` environment variable. Lon
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ipaddress
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
 from ..core.kernels import threads
 from ..errors import InvalidInputError, SynapseError
 from ..pool import DEFAULT_MAX_OPEN
+from .targets import ENV_KEY, api_key, open_target
 
 __all__ = ["add_commands"]
 
 DEFAULT_PORT = 8765
-ENV_KEY = "SYNAPSE_API_KEY"
 ENV_KEYS = "SYNAPSE_API_KEYS"
-
-
-# ---------------------------------------------------------------------------------------
-# targets: a folder (through the service, taking its lock) or a server
-# ---------------------------------------------------------------------------------------
-class _Local:
-    def __init__(self, args: argparse.Namespace) -> None:
-        from .service import MemoryService, make_embedder
-
-        self.ns = args.namespace
-        self.svc = MemoryService(args.path, embedder=make_embedder(args.embedder))
-
-    def add(self, turns: list[dict[str, Any]]) -> list[str]:
-        return self.svc.add_turns(self.ns, turns)
-
-    def retrieve(self, query: str, k: int | None, **kw: Any) -> dict[str, Any]:
-        return self.svc.retrieve(self.ns, query, k, **kw)
-
-    def inspect(self, node_id: str | None, query: str | None) -> dict[str, Any]:
-        return self.svc.inspect(self.ns, node_id, query=query)
-
-    def verify(self) -> dict[str, Any]:
-        return self.svc.verify(self.ns)
-
-    def repair(self) -> dict[str, Any]:
-        return self.svc.repair(self.ns)
-
-    def forget(self, ids: list[str] | None, **kw: Any) -> list[str]:
-        return self.svc.forget(self.ns, ids, **kw)
-
-    def export(self, with_vectors: bool) -> Iterable[dict[str, Any]]:
-        return self.svc.export(self.ns, with_vectors=with_vectors)
-
-    def existing_ids(self) -> set[str]:
-        if self.ns not in self.svc.namespaces():
-            return set()
-        return {e["id"] for e in self.svc.engine(self.ns).episodes(include_archived=True)}
-
-    def archive(self, ids: list[str]) -> list[str]:
-        return self.svc.archive(self.ns, ids)
-
-    def close(self) -> None:
-        self.svc.close()
-
-
-class _Remote:
-    def __init__(self, args: argparse.Namespace) -> None:
-        from .client import RemoteMemory
-
-        self.mem = RemoteMemory(args.url, args.namespace, api_key=_api_key(args), timeout=args.timeout,
-                                create=False)  # an operator's typo must not create a memory
-
-    def add(self, turns: list[dict[str, Any]]) -> list[str]:
-        return self.mem.add_turns(turns)
-
-    def retrieve(self, query: str, k: int | None, **kw: Any) -> dict[str, Any]:
-        return self.mem.retrieve_explained(query, k, **kw)
-
-    def inspect(self, node_id: str | None, query: str | None) -> dict[str, Any]:
-        return self.mem.inspect(node_id, query=query)
-
-    def verify(self) -> dict[str, Any]:
-        from .wire import report_to_wire
-
-        return report_to_wire(self.mem.verify())
-
-    def repair(self) -> dict[str, Any]:
-        from .wire import report_to_wire
-
-        return report_to_wire(self.mem.repair())
-
-    def forget(self, ids: list[str] | None, **kw: Any) -> list[str]:
-        return self.mem.forget(ids, **kw)
-
-    def export(self, with_vectors: bool) -> Iterable[dict[str, Any]]:
-        return self.mem.export(with_vectors=with_vectors)
-
-    def existing_ids(self) -> set[str]:
-        from ..errors import UnknownNamespaceError
-
-        try:
-            return {e["id"] for e in self.mem.episodes(include_archived=True)}
-        except UnknownNamespaceError:
-            return set()
-
-    def archive(self, ids: list[str]) -> list[str]:
-        return self.mem.archive(ids)
-
-    def close(self) -> None:
-        self.mem.close()
-
-
-def _api_key(args: argparse.Namespace) -> str | None:
-    return getattr(args, "api_key", None) or os.environ.get(ENV_KEY) or None
-
-
-@contextlib.contextmanager
-def _target(args: argparse.Namespace) -> Iterator[Any]:
-    if bool(args.path) == bool(args.url):
-        raise InvalidInputError("say where the memory is: --path DIR (a folder) or --url URL (a server)")
-    target = _Remote(args) if args.url else _Local(args)
-    try:
-        yield target
-    finally:
-        target.close()
 
 
 def _progress(iterable: Iterable[Any], *, total: int | None, desc: str, enabled: bool) -> Iterable[Any]:
@@ -186,7 +80,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     if args.id and len(turns) > 1:
         raise InvalidInputError("--id names one turn; give one text with it")
     turns = [{k: v for k, v in t.items() if v is not None} for t in turns]
-    with _target(args) as target:
+    with open_target(args) as target:
         for node_id in target.add(turns):
             print(node_id)
     return 0
@@ -197,7 +91,7 @@ def _when(item: dict[str, Any]) -> str:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    with _target(args) as target:
+    with open_target(args) as target:
         out = target.retrieve(args.query, args.k, speakers=args.speaker or None, since=args.since,
                               until=args.until, where=_json_arg(args.where, "--where"),
                               kinds=("episode", "concept") if args.concepts else ("episode",))
@@ -216,7 +110,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    with _target(args) as target:
+    with open_target(args) as target:
         out = target.inspect(args.id, args.query)
     if args.json or args.id is None:
         _print_json(out)
@@ -256,17 +150,17 @@ def _report(report: dict[str, Any], as_json: bool) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    with _target(args) as target:
+    with open_target(args) as target:
         return _report(target.verify(), args.json)
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    with _target(args) as target:
+    with open_target(args) as target:
         return _report(target.repair(), args.json)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    with _target(args) as target:
+    with open_target(args) as target:
         removed = target.forget(args.ids or None, speaker=args.speaker, since=args.since,
                                 until=args.until, where=_json_arg(args.where, "--where"),
                                 everything=args.everything)
@@ -282,7 +176,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .transfer import write_lines
 
-    with _target(args) as target:
+    with open_target(args) as target:
         lines = target.export(args.with_vectors)
         total = len(lines) if isinstance(lines, list) else None
         lines = _progress(lines, total=total, desc="exporting", enabled=not args.no_progress)
@@ -309,7 +203,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             total = sum(1 for line in f if line.strip())
     stored = skipped = 0
     try:
-        with _target(args) as target:
+        with open_target(args) as target:
             existing = target.existing_ids()
             batch: list[dict[str, Any]] = []
             archived: list[int] = []  # positions in the batch
@@ -400,7 +294,7 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
     from .rest import create_app
     from .serving import run_uvicorn, stop_signals
 
-    key, keys = _api_key(args), _key_ring(args)
+    key, keys = api_key(args), _key_ring(args)
     _serve_guard(args, key, keys)
     service = _service(args)
     app = create_app(service=service, api_key=key, keys=keys, mcp=args.mcp, host=args.host)
@@ -420,7 +314,7 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
 def cmd_serve_mcp(args: argparse.Namespace) -> int:
     from .mcp import run_mcp
 
-    key, keys = _api_key(args), _key_ring(args)
+    key, keys = api_key(args), _key_ring(args)
     if args.transport == "http":
         _serve_guard(args, key, keys)
         print(f"SYNAPSE MCP server: http://{args.host}:{args.port}/mcp (folder {args.path})",
