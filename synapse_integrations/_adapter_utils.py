@@ -29,7 +29,6 @@ module, so the LangChain, LlamaIndex and LangGraph adapters stay thin and agree 
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import hashlib
 import re
@@ -114,15 +113,13 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
     Keys: ``id``, ``kind`` (``"episode"`` / ``"concept"``), ``speaker``, ``timestamp`` (event
     time, ISO 8601 or None), ``score`` (hybrid score), ``components`` (the score's terms:
     ``similarity``, ``activation``, ``pagerank``, ``lexical``, ``distinct`` (evidence only
-    this memory holds), their ``weights``, and
-    ``echo``, ``superseded``, ``salience``, ``hop``, ``reply`` and ``focus``: the demotion
-    of an assistant echo, the version ranking of an outdated version and its replacement,
-    the surprisal gate's low-salience demotion, the discount of a memory found one hop
-    further by the entity-feedback pass, a reply's lift from the question it answers, and
-    the demotion of other speakers' turns when the question names one; plus the anchor ranks ``bm25_rank`` and ``dense_rank``),
+    this memory holds), their ``weights``, the anchor ranks ``bm25_rank`` and
+    ``dense_rank``, and one key per ranking signal with what it added to the score
+    (:mod:`synapse_integrations.core.signals`; by default ``salience``, ``superseded``,
+    ``echo``, ``reply``, ``focus``), plus ``hop``, the entity-feedback pass's discount),
     ``path`` (node ids along which activation reached it) and ``metadata`` (what was stored
-    with the turn). The score is ``sum(weights[n] * components[n]) + echo + superseded +
-    salience + hop + reply + focus`` (see :func:`score_terms`).
+    with the turn). The score is ``sum(weights[n] * components[n])`` plus the adjustments
+    (see :func:`score_terms`).
     """
     d = item.to_dict()
     return {
@@ -131,10 +128,7 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
         "speaker": d["speaker"],
         "timestamp": d["timestamp"],
         "score": d["score"],
-        "components": {key: d[key] for key in
-                       ("similarity", "activation", "pagerank", "lexical", "distinct", "echo",
-                        "superseded", "salience", "hop", "reply", "focus", "weights", "bm25_rank",
-                         "dense_rank")},
+        "components": item.components.flat(),
         "path": d["path"],
         "concepts": d["concepts"],
         "superseded_by": d["superseded_by"],
@@ -145,8 +139,8 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
 
 def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
     """The score of a memory as a sum, from its ``components`` metadata: ``weight x value``
-    per weighted component, plus ``echo``, ``superseded``, ``salience``, ``hop``, ``reply``
-    and ``focus``. Empty when the retrieval model used its own score.
+    per weighted component, plus each signal's adjustment and ``hop``. Empty when the
+    retrieval model used its own score.
 
     >>> terms = score_terms({"similarity": 0.8, "activation": 0.5, "pagerank": 1.0,
     ...     "lexical": 0.5, "echo": 0.0, "weights": {"similarity": 0.5, "activation": 0.3,
@@ -156,9 +150,7 @@ def score_terms(components: Mapping[str, Any]) -> dict[str, float]:
     """
     if not components.get("weights"):
         return {}
-    known = {f.name for f in dataclasses.fields(ScoreComponents)}  # ScoreComponents.terms()
-    return ScoreComponents(**{k: v for k, v in components.items()
-                              if k in known and v is not None}).terms()
+    return ScoreComponents.from_flat(components).terms()
 
 
 # What a memory may not hold in a prompt, each written as a visible escape instead: every

@@ -148,10 +148,7 @@ def _score_line(c: Any, score: float) -> str:
     if c.weights is None:
         return f"score {score:.3f} (the model's own score)"
     parts = [f"{w:g} x {_SHORT.get(name, name)} {getattr(c, name):.2f}" for name, w in c.weights.items() if w]
-    parts += [f"{name} {value:+.2f}" for name, value in (("echo", c.echo), ("superseded", c.superseded),
-                                                         ("salience", c.salience), ("hop", c.hop),
-                                                         ("reply", c.reply), ("focus", c.focus))
-              if value]
+    parts += [f"{name} {value:+.2f}" for name, value in c.adjustments.items() if value]
     return f"score {score:.3f} = " + " + ".join(parts)
 
 

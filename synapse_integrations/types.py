@@ -7,7 +7,7 @@ Protocols that name what each collaborator must provide: an :class:`Embedder`, a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -57,7 +57,17 @@ class Extraction:
 
 @dataclass(frozen=True)
 class ScoreComponents:
-    """The signals behind one item's score (for explanations and ablations)."""
+    """The signals behind one item's score (for explanations and ablations): the hybrid
+    score's components, their ``weights``, and the ``adjustments`` the ranking signals
+    (:mod:`synapse_integrations.core.signals`) and the entity-feedback hop added to it,
+    by name, in the order they applied. An adjustment reads as an attribute too
+    (``components.echo``).
+
+    >>> c = ScoreComponents(0.8, 0.5, 1.0, lexical=0.5, weights={"similarity": 0.5,
+    ...     "activation": 0.3, "pagerank": 0.1, "lexical": 0.3}, adjustments={"echo": -0.1})
+    >>> c.echo, round(sum(c.terms().values()), 3)
+    (-0.1, 0.7)
+    """
 
     similarity: float
     activation: float
@@ -66,45 +76,53 @@ class ScoreComponents:
     dense_rank: int | None = None  # 1-based rank among dense anchors, None if not an anchor
     lexical: float = 0.0  # BM25 score / the query's best BM25 score (0 when not weighted)
     distinct: float = 0.0  # the query's exclusive evidence only this turn holds (scoring.singled_out)
-    echo: float = 0.0  # the echo demotion (<= 0): an assistant echo ranks below its source
-    # the hybrid score's weights by component (similarity, activation, pagerank, lexical);
-    # None when the retrieval model ranked by its own score
+    # the hybrid score's weights by component (similarity, activation, pagerank, lexical,
+    # distinct); None when the retrieval model ranked by its own score
     weights: dict[str, float] | None = field(default=None, compare=False, hash=False)
-    # version ranking (Synapse.update, reconsolidation): an older version placed just below
-    # its replacement (negative), or the replacement raised to its chain's best score
-    superseded: float = 0.0
-    salience: float = 0.0  # the low-salience demotion of the surprisal gate (<= 0)
-    # the feedback hop's discount (<= 0): an item ranked by the entity-feedback pass, one
-    # hop further from the question, scores spreading_factor x its second-pass score
-    hop: float = 0.0
-    # the conversation (core/conversation.py): a reply's lift from the question it answers
-    # or the statement that question followed up (>= 0), or an answered question's hand-over
-    # of its place to the answer (<= 0)
-    reply: float = 0.0
-    # what the question names (core/focus.py): the demotion of another speaker's turn when
-    # the question names one, and of turns outside the dates it names (<= 0)
-    focus: float = 0.0
+    # signal name -> what it added to the score (0, or the signal's sign: an echo's demotion
+    # is <= 0, a reply's lift >= 0); plus ``hop``, the entity-feedback pass's discount (<= 0)
+    adjustments: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    def __getattr__(self, name: str) -> float:
+        adjustments = self.__dict__.get("adjustments")
+        if adjustments is not None and not name.startswith("__") and name in adjustments:
+            return adjustments[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def terms(self) -> dict[str, float]:
-        """The score as a sum: ``weight x value`` per weighted component, plus the ``echo``,
-        ``superseded``, ``salience``, ``hop``, ``reply`` and ``focus`` adjustments. Their sum is the item's score
-        (empty when the model used its own score).
-
-        >>> c = ScoreComponents(0.8, 0.5, 1.0, lexical=0.5, weights={"similarity": 0.5,
-        ...     "activation": 0.3, "pagerank": 0.1, "lexical": 0.3})
-        >>> round(sum(c.terms().values()), 3)
-        0.8
-        """
+        """The score as a sum: ``weight x value`` per weighted component, plus each
+        adjustment. Their sum is the item's score (empty when the model used its own
+        score)."""
         if self.weights is None:
             return {}
         out = {name: w * float(getattr(self, name)) for name, w in self.weights.items()}
-        out["echo"] = self.echo
-        out["superseded"] = self.superseded
-        out["salience"] = self.salience
-        out["hop"] = self.hop
-        out["reply"] = self.reply
-        out["focus"] = self.focus
+        out.update(self.adjustments)
         return out
+
+    def flat(self) -> dict[str, Any]:
+        """One flat mapping: the components, the adjustments by name, then ``weights``
+        (the wire and metadata form; :meth:`from_flat` reads it back)."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
+                               if f.name not in ("weights", "adjustments")}
+        out.update(self.adjustments)
+        out["weights"] = None if self.weights is None else dict(self.weights)
+        return out
+
+    @classmethod
+    def from_flat(cls, data: Mapping[str, Any]) -> ScoreComponents:
+        """Inverse of :meth:`flat`: every other numeric key is an adjustment.
+
+        >>> ScoreComponents.from_flat({"similarity": 0.5, "activation": 0.0, "pagerank": 0.0,
+        ...                            "reply": 0.2}).adjustments
+        {'reply': 0.2}
+        """
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in known and v is not None}
+        extra = {k: float(v) for k, v in data.items() if k not in known
+                 and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if extra:
+            kwargs["adjustments"] = {**extra, **dict(kwargs.get("adjustments") or {})}
+        return cls(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -137,20 +155,7 @@ class RetrievedItem:
             "text": self.text,
             "kind": self.kind,
             "score": self.score,
-            "similarity": self.components.similarity,
-            "activation": self.components.activation,
-            "pagerank": self.components.pagerank,
-            "bm25_rank": self.components.bm25_rank,
-            "dense_rank": self.components.dense_rank,
-            "lexical": self.components.lexical,
-            "distinct": self.components.distinct,
-            "echo": self.components.echo,
-            "superseded": self.components.superseded,
-            "salience": self.components.salience,
-            "hop": self.components.hop,
-            "reply": self.components.reply,
-            "focus": self.components.focus,
-            "weights": None if self.components.weights is None else dict(self.components.weights),
+            **self.components.flat(),
             "speaker": self.speaker,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,
             "metadata": dict(self.metadata),

@@ -163,7 +163,7 @@ def test_bridge_concept_reaches_an_answer_dense_search_misses(memory):
 def test_entity_feedback_skips_speakers_topics_and_names_already_asked(memory):
     memory.add_turns(bridge_conversation())
     memory.consolidate()
-    from synapse_integrations.core.retrieval import pipeline as retrieval
+    from synapse_integrations.core.retrieval import passes as retrieval
 
     c = memory._state.compiled()
     cfg = memory.config.replace(entity_feedback=1)
@@ -187,7 +187,7 @@ def test_entity_feedback_reads_episodes_by_their_own_evidence_not_a_borrowed_lif
     by words that are not its own: its entities do not feed the second pass."""
     import dataclasses
 
-    from synapse_integrations.core.retrieval import pipeline as retrieval
+    from synapse_integrations.core.retrieval import passes as retrieval
     from synapse_integrations.core.kernels import scoring
 
     memory.add_turns(bridge_conversation())
@@ -211,7 +211,8 @@ def test_entity_feedback_reads_episodes_by_their_own_evidence_not_a_borrowed_lif
     order = scoring.top_k(score, run.order.size)
     assert order[0] == j
     # borrowed (a reply's lift): the entities stay the best own-evidence episode's
-    assert names(dataclasses.replace(run, score=score, order=order, reply=run.reply + boost)) \
+    assert names(dataclasses.replace(run, score=score, order=order,
+                                  adjustments={**run.adjustments, "reply": run.reply + boost})) \
         == ["Dana", "Whistler"]
     # earned (its own score): its entities feed back
     assert names(dataclasses.replace(run, score=score, order=order)) \

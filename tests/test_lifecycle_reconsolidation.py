@@ -16,7 +16,9 @@ from synapse_integrations.core.lifecycle.reconsolidation import (
 from synapse_integrations.core.signals.versions import (
     query_tense, rank_recent, rank_versions, settle_versions,
 )
-from synapse_integrations.core.retrieval.pipeline import Pass, Scope, merge_feedback
+from synapse_integrations.core.retrieval.passes import Pass, merge_feedback
+from synapse_integrations.core.retrieval.scope import Scope
+from synapse_integrations.core.signals import signal_names
 from synapse_integrations.errors import ConfigError, InvalidTypeError
 
 OLD = "I've spent around 5-6 hours on my abstract ocean sculpture so far."
@@ -157,10 +159,12 @@ def test_settle_versions_against_hand_computed_scores() -> None:
 def _pass(cand, score, versions=(), superseded=None):
     n = len(cand)
     zero = np.zeros(n)
+    adjustments = {name: zero for name in signal_names()}
+    if superseded is not None:
+        adjustments["superseded"] = np.asarray(superseded, dtype=float)
     return Pass(np.asarray(cand), np.argsort(-np.asarray(score)), np.asarray(score, dtype=float),
-                zero, zero, zero, None, None, zero, zero if superseded is None else
-                np.asarray(superseded, dtype=float), zero, zero, zero, None, {}, {}, None,
-                versions=np.asarray(versions, dtype=np.int64).reshape(-1, 2))
+                zero, zero, zero, None, None, adjustments, None, {}, {}, None,
+                kept={"versions": np.asarray(versions, dtype=np.int64).reshape(-1, 2)})
 
 
 def test_merging_the_feedback_pass_keeps_each_pass_versions_in_order() -> None:

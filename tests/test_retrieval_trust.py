@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from synapse_integrations import Synapse
 from synapse_integrations.core.graph.graph import Compiled
-from synapse_integrations.core.retrieval.pipeline import led_by
+from synapse_integrations.core.retrieval.items import led_by
 from synapse_integrations.core.kernels.scoring import singled_out
 from synapse_integrations.core.index.bm25 import BM25Index
 

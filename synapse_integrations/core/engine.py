@@ -5,19 +5,22 @@ collections, BM25), its snapshots and its lock, and hands each job to the module
 does it. Read this class as a table of contents:
 
 ==================  ==================================================================
-lifecycle           ``__init__`` / :meth:`load` / :meth:`save` / :meth:`close` / :meth:`drop`
-ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update` (:mod:`.ingestion`,
-                    :mod:`.validation`, :mod:`.documents`)
-consolidation       :meth:`consolidate` (:mod:`.consolidation`), :meth:`sleep` (:mod:`.sleep`)
-archive             :meth:`archive`, :meth:`archived`, :meth:`restore`
-retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`search_vectors`,
-                    :meth:`feedback` (:mod:`.retrieval`, :mod:`.models`, :mod:`.feedback`)
-forgetting          :meth:`forget` (:mod:`.forgetting`, :mod:`..storage.journal`)
-consistency         :meth:`verify`, :meth:`repair` (:mod:`.consistency`)
+lifecycle           ``__init__`` / :meth:`load`; :meth:`save` / :meth:`close` / :meth:`drop`
+                    and the lock (:mod:`.lifetime`)
+ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update` (:mod:`.ingest`,
+                    :mod:`.state.validation`, :mod:`.text.documents`)
+consolidation       :meth:`consolidate` (:mod:`.ingest.consolidation`), :meth:`sleep`
+                    (:mod:`.lifecycle.sleep`)
+retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`feedback`
+                    (:mod:`.retrieval`, :mod:`.signals`, :mod:`.models`,
+                    :mod:`.lifecycle.feedback`)
+upkeep              :meth:`archive`, :meth:`archived`, :meth:`restore`, :meth:`forget`,
+                    :meth:`verify`, :meth:`repair` (:mod:`.upkeep`:
+                    :mod:`.lifecycle.forgetting`, :mod:`.lifecycle.consistency`)
 inspection          :meth:`get`, :meth:`contains`, :meth:`episodes`, :meth:`stats`,
                     :attr:`graph`, :meth:`namespaces`, :meth:`subscribe`,
-                    :meth:`inspect_retrieval`
-async twins         every method above with an ``a`` prefix
+                    :meth:`search_vectors`, :meth:`inspect_retrieval` (:mod:`.inspection`)
+async twins         every method above with an ``a`` prefix (:mod:`.twins`)
 ==================  ==================================================================
 
 >>> from synapse_integrations import Synapse
@@ -31,12 +34,10 @@ async twins         every method above with an ``a`` prefix
 from __future__ import annotations
 
 import logging
-import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,12 +49,11 @@ from ..embeddings import as_embedder
 from ..errors import (
     InvalidInputError,
     InvalidTypeError,
-    NodeNotFoundError,
     StorageError,
     UnknownNamespaceError,
 )
 from ..firewall import Firewall, FirewallConfig
-from ..storage.chroma import close_client, list_namespaces, persistent_client
+from ..storage.chroma import list_namespaces, persistent_client
 from ..storage.journal import ForgetJournal
 from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
@@ -61,19 +61,18 @@ from ..types import (
     ConsistencyReport,
     ConsolidationReport,
     FeedbackReport,
-    ForgetResult,
     RetrievalResult,
 )
 from .ingest.consolidation import Consolidator, NameVectors
 from .ingest.extraction import OfflineExtractor
 from .ingest.pipeline import Ingestor
-from .kernels import threads
 from .lifecycle import consistency, forgetting
 from .lifecycle import feedback as usage
 from .lifecycle.detectors import Lifecycle
 from .lifecycle.sleep import SleepReport
 from .models.mnemos import AffectTagger, as_tagger
-from .retrieval.pipeline import DEFAULT_KINDS, RetrievalSteps, Retriever, scope_of
+from .retrieval.pipeline import Retriever
+from .retrieval.scope import DEFAULT_KINDS, scope_of
 from .state.events import EventBus
 from .state.filters import Filter
 from .state.state import MemoryState
@@ -90,7 +89,10 @@ from .state.validation import (
     validate_namespace,
     validate_snapshot,
 )
+from .inspection import Inspection
+from .lifetime import Lifetime
 from .twins import AsyncTwins
+from .upkeep import Upkeep
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +102,7 @@ __all__ = ["MAX_TEXT_CHARS", "ConsistencyReport", "ConsolidationReport", "Synaps
            "namespace_dirname", "to_epoch", "validate_namespace"]
 
 
-class Synapse(AsyncTwins):
+class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
     """SYNAPSE memory for one namespace (a user, a thread...).
 
     Args:
@@ -227,101 +229,6 @@ class Synapse(AsyncTwins):
     def load(cls, path: str | Path, *, namespace: str = "default", **kwargs: Any) -> Synapse:
         """Open an existing memory; :class:`UnknownNamespaceError` if there is none."""
         return cls(path, namespace=namespace, create=False, **kwargs)
-
-    def save(self) -> int:
-        """Write a snapshot of the graph (atomic). Returns its version number."""
-        with self._lock:
-            state = self._open_state()
-            state.flush_concept_vectors()  # a snapshot never names an unwritten concept
-            version = self._snapshots.save(
-                state.snapshot_files(),
-                meta={"namespace": self.namespace, "config": self.config.to_dict(),
-                      "nodes": len(state.graph), "archived": len(state.graph.archive)})
-            state.windows_since_snapshot = 0
-            return version
-
-    def close(self) -> None:
-        """Save (for a persistent memory) and release the directory lock; a throwaway
-        memory is deleted."""
-        with self._lock:
-            self._wait_for_writers()
-            if self._closed:
-                return
-            try:
-                if not self._owns_path:
-                    self.save()
-            finally:
-                self._closed = True
-                self._release()
-                if self._owns_path:
-                    shutil.rmtree(self.path, ignore_errors=True)
-
-    def drop(self) -> None:
-        """Erase this namespace for good: its Chroma collections with their rows and index
-        folders (embedded Chroma: the database is vacuumed, so no deleted row stays in
-        its free pages), every snapshot, the namespace's folder; then close. Other
-        namespaces under the same path stay."""
-        with self._lock:
-            self._wait_for_writers()
-            state = self._open_state()
-            state.vectors.forgotten.count()  # look it up: another engine may have created it
-            folders = state.vectors.segment_folders()
-            state.vectors.drop()
-            self._snapshots.delete_all()
-            shutil.rmtree(self._ns_dir, ignore_errors=True)
-            self._closed = True
-            self._release()
-            for folder in folders:  # in case closing the client wrote them back
-                shutil.rmtree(folder, ignore_errors=True)
-            if self._owns_path:
-                shutil.rmtree(self.path, ignore_errors=True)
-
-    def _release(self) -> None:
-        # the embedded Chroma client first (its in-process cache would go stale once
-        # another process writes the folder), then the directory lock
-        try:
-            if self._owns_client and self._client is not None:
-                close_client(self._client)
-                if self._state is not None:
-                    self._state.vectors.clear_index_slack()  # at rest, no stale heap bytes on disk
-        finally:
-            self._claim.release()
-            self._dirlock.release()
-
-    @contextmanager
-    def _working(self) -> Iterator[None]:
-        """The lock, numpy's BLAS kept off the encoder's cores (:mod:`.threads`)."""
-        with self._lock, threads.engine_blas():
-            yield
-
-    def _wait_for_writers(self) -> None:
-        """(lock held) Let an ``add_turns`` of another thread finish its batch: it releases
-        the lock between chunks, and a close in between would cut it."""
-        me = threading.get_ident()
-        while any(t != me for t in self._writers):
-            self._idle.wait()
-
-    @property
-    def closed(self) -> bool:
-        """The memory was closed (or dropped)."""
-        return self._closed
-
-    def __enter__(self) -> Synapse:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def _open_state(self) -> MemoryState:
-        if self._closed or self._state is None:
-            raise InvalidInputError("this Synapse memory is closed")
-        return self._state
-
-    def _read_state(self) -> MemoryState:
-        """The state for reads, which a closed memory still answers from what it held."""
-        if self._state is None:
-            raise InvalidInputError("this Synapse memory is closed")
-        return self._state
 
     def _after_windows(self) -> None:
         """After consolidation windows or archive changes: PageRank once, and a snapshot
@@ -469,35 +376,6 @@ class Synapse(AsyncTwins):
             return report
 
     # ------------------------------------------------------------------------------------
-    # archive
-    # ------------------------------------------------------------------------------------
-    def archive(self, ids: Sequence[str]) -> list[str]:
-        """Move nodes out of the active graph by hand (restorable with :meth:`restore`)."""
-        with self._working():
-            state = self._open_state()
-            missing = [i for i in ids if i not in state]
-            if missing:
-                raise NodeNotFoundError(f"not active memory id(s): {missing[:5]}")
-            state.archive(list(ids))
-            state.stale_pagerank = True
-            self._after_windows()
-            return list(ids)
-
-    def archived(self) -> list[dict[str, Any]]:
-        """The archived nodes: ``{"id", "kind", "text", ...}`` each."""
-        with self._lock:
-            return self._read_state().archived()
-
-    def restore(self, ids: Sequence[str]) -> list[str]:
-        """Bring archived nodes back into the active graph."""
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            raise InvalidTypeError("restore() takes a list of ids, not a single str")
-        with self._working():
-            restored = self._open_state().restore(list(ids), self._embedder)
-            self._after_windows()
-            return restored
-
-    # ------------------------------------------------------------------------------------
     # retrieval (sections 3.2-3.4)
     # ------------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *,
@@ -570,140 +448,3 @@ class Synapse(AsyncTwins):
         asked = usage.prepare(query, used_ids, unused_ids, alpha, config, self._embedder)
         with self._working():
             return usage.learn(self._open_state(), self._retriever, *asked, config or self.config)
-
-    def search_vectors(self, q: np.ndarray, k: int, *, kind: str | None = None
-                       ) -> tuple[list[str], np.ndarray]:
-        """Plain dense search: the ``k`` active nodes nearest to the embedding ``q`` (Chroma
-        cosine), optionally only episodes or concepts (``kind``). Returns ids and cosines,
-        best first. This is the vector-only baseline the benchmark compares against."""
-        if kind not in (None, "episode", "concept"):
-            raise InvalidInputError(f"kind must be None, 'episode' or 'concept', got {kind!r}")
-        with self._lock:
-            return self._open_state().vectors.active.query(q, k, where={"kind": kind} if kind else None)
-
-    @contextmanager
-    def inspect_retrieval(self) -> Iterator[RetrievalSteps]:
-        """Hold the memory and step through the retrieval pipeline one stage at a time
-        (triggers, then the model): for benchmarks and explanations. Reads only.
-
-        >>> with mem.inspect_retrieval() as steps:                  # doctest: +SKIP
-        ...     query = steps.query("Who came skiing?", vector, mem.config)
-        ...     activation = steps.activate(query, mem.config)
-        """
-        with self._lock:
-            yield RetrievalSteps(self._open_state(), self._retriever)
-
-    # ------------------------------------------------------------------------------------
-    # forgetting
-    # ------------------------------------------------------------------------------------
-    def forget(
-        self,
-        ids: Sequence[str] | None = None,
-        *,
-        speaker: str | None = None,
-        since: datetime | float | str | None = None,
-        until: datetime | float | str | None = None,
-        where: Mapping[str, Any] | None = None,
-        everything: bool = False,
-    ) -> ForgetResult:
-        """Remove episodes for good: by ids, speaker, event-time range [since, until),
-        a metadata filter in the language of :meth:`retrieve` (``where={}`` is refused), or
-        ``everything=True``. Criteria combine with AND. Concepts go too when only
-        forgotten turns justify their name (whatever the extractor called them; their
-        attributes and relations likewise). The ids are recorded as forgotten for every
-        engine and every later open, older snapshots are deleted and (embedded Chroma) the
-        text is scrubbed from Chroma's files. Crash-safe: an interrupted forget is
-        finished on the next open. Returns the removed ids: a :class:`ForgetResult`, whose
-        ``.memories`` were asked for and ``.derived`` went with them (docs/safety.md)."""
-        with self._working():
-            state = self._open_state()
-            self._sync()
-            doomed = forgetting.select(state, ids, speaker=speaker, since=since, until=until,
-                                       where=where, everything=everything)
-            asked = forgetting.asked_for(state, doomed, ids)
-            return ForgetResult(self._eraser.erase(doomed) if doomed else [], memories=asked)
-
-    def _sync(self, *, best_effort: bool = False) -> None:
-        """(lock held) Drop what another engine on the same Chroma forgot (only for a
-        client this engine did not make: see :meth:`forgetting.Eraser.sync`)."""
-        if not self._owns_client and self._state is not None:
-            self._eraser.sync(best_effort=best_effort)
-
-    def _acknowledge(self, ids: list[str]) -> None:
-        self._ingestor.retries.acknowledge(ids)
-
-    # ------------------------------------------------------------------------------------
-    # consistency
-    # ------------------------------------------------------------------------------------
-    def verify(self) -> ConsistencyReport:
-        """Check that the graph, both Chroma collections, the BM25 index and the in-memory
-        vectors agree; changes nothing. ``report.ok`` is the verdict, ``report.problems``
-        says what disagrees (see :meth:`repair`).
-
-        >>> mem.verify().ok                                      # doctest: +SKIP
-        True
-        """
-        with self._working():
-            return consistency.verify(self._open_state())
-
-    def repair(self) -> ConsistencyReport:
-        """Bring the stores back into agreement, then verify: graph nodes whose vectors
-        are missing are re-embedded, episodes found only in Chroma are re-attached, stray
-        concept vectors are removed, misplaced archive vectors are moved, derived indexes
-        are rebuilt. Everything done is logged and listed in ``report.actions``; the
-        graph (the snapshot) is the record, Chroma's episodes are never dropped."""
-        with self._working():
-            state = self._open_state()
-            self._sync()
-            fixed, attached, dropped = consistency.repair(state, self._embedder)
-            self._ingestor.retries.recovered.update(attached)
-            if dropped:
-                self._eraser.finish(dropped)
-            return consistency.after_repair(state, fixed)
-
-    # ------------------------------------------------------------------------------------
-    # inspection
-    # ------------------------------------------------------------------------------------
-    def get(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]:
-        """A node's attributes (``id``, ``kind``, ``text``, ...); archived nodes too when
-        ``include_archived`` (with ``"archived": True``). :class:`NodeNotFoundError` if
-        there is no such node."""
-        with self._lock:
-            return self._read_state().record(node_id, include_archived=include_archived)
-
-    def contains(self, node_id: str) -> bool:
-        """``node_id`` is in this memory (active or archived)."""
-        with self._lock:
-            return self._read_state().knows(node_id)
-
-    def episodes(self, *, include_archived: bool = True) -> list[dict[str, Any]]:
-        """The episodes as ``{"id", "text", "speaker", "ts", "seq", "metadata", ...}`` dicts
-        in ingestion order (archived ones included unless asked otherwise)."""
-        with self._lock:
-            return self._read_state().episodes(include_archived=include_archived)
-
-    def stats(self) -> dict[str, int]:
-        """Counts of nodes by kind, edges by kind, archived nodes, pending turns, windows."""
-        with self._lock:
-            return self._read_state().stats()
-
-    @property
-    def graph(self) -> Any:
-        """The live NetworkX graph (read it; do not modify it)."""
-        return self._read_state().graph.g
-
-    def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
-        """Call ``callback(event)`` after each consolidation window
-        (:class:`~synapse_integrations.types.WindowReport`) and each batched vector write
-        (:class:`~synapse_integrations.types.VectorWrite`), on the writing thread. Returns
-        a function that unsubscribes."""
-        return self._events.subscribe(callback)
-
-    @staticmethod
-    def namespaces(path: str | Path) -> list[str]:
-        """Namespaces stored in the embedded Chroma under ``path``."""
-        client = persistent_client(Path(path) / "chroma")
-        try:
-            return list_namespaces(client)
-        finally:
-            close_client(client)

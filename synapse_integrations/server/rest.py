@@ -50,6 +50,7 @@ from typing import Any, Literal, Optional, Union
 from urllib.parse import unquote
 
 from .._adapter_utils import require
+from ..core.signals import HOP, signal_names
 from ..errors import NamespaceError
 from . import wire
 from .access import KeyRing, key_ring
@@ -72,7 +73,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request  # noqa: E402
 from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse, StreamingResponse  # noqa: E402
 from fastapi.security import APIKeyHeader  # noqa: E402
-from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
+from pydantic import BaseModel, ConfigDict, Field, create_model  # noqa: E402
 from starlette.exceptions import HTTPException  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -157,7 +158,10 @@ class ErrorOut(BaseModel):
     error: ErrorBody
 
 
-class ComponentsOut(BaseModel):
+class _Components(BaseModel):
+    # a signal registered after this module was imported still shows (as an extra key)
+    model_config = ConfigDict(extra="allow")
+
     similarity: float
     activation: float
     pagerank: float
@@ -165,13 +169,13 @@ class ComponentsOut(BaseModel):
     dense_rank: Optional[int] = None
     lexical: float = 0.0
     distinct: float = 0.0
-    echo: float = 0.0
-    superseded: float = 0.0
-    salience: float = 0.0
-    hop: float = 0.0
-    reply: float = 0.0
-    focus: float = 0.0
     weights: Optional[dict[str, float]] = None
+
+
+#: An item's score components: the hybrid score's, and one per ranking signal (plus the
+#: feedback hop), named as the signals are registered (core/signals).
+ComponentsOut = create_model("ComponentsOut", __base__=_Components,
+                             **{name: (float, 0.0) for name in (*signal_names(), HOP)})
 
 
 class ItemOut(BaseModel):

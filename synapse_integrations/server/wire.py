@@ -196,7 +196,7 @@ def item_to_wire(item: RetrievedItem) -> dict[str, Any]:
     for f in dataclasses.fields(RetrievedItem):
         value = getattr(item, f.name)
         if f.name == "components":
-            value = {c.name: getattr(value, c.name) for c in dataclasses.fields(ScoreComponents)}
+            value = value.flat()
         elif f.name in _ITEM_TIMES:
             value = _iso(value)
         elif isinstance(value, tuple):
@@ -212,14 +212,13 @@ def item_to_wire(item: RetrievedItem) -> dict[str, Any]:
 def item_from_wire(data: dict[str, Any]) -> RetrievedItem:
     """Inverse of :func:`item_to_wire` (fields this version does not know are ignored)."""
     comp = data.get("components") or {}
-    names = {f.name for f in dataclasses.fields(ScoreComponents)}
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(RetrievedItem):
         if f.name not in data:
             continue
         value = data[f.name]
         if f.name == "components":
-            value = ScoreComponents(**{k: v for k, v in comp.items() if k in names})
+            value = ScoreComponents.from_flat(comp)
         elif f.name in _ITEM_TIMES:
             value = _dt(value)
         elif isinstance(value, list):

@@ -7,6 +7,8 @@ The path of a turn (:meth:`Ingestor.prepare` without the engine lock, then
    control characters in the text normalised, a refused turn named);
 2. the embedding, done by the engine before it takes the lock;
 3. a retry of a write whose reply was lost is recognised and answered with the stored id;
+   the ranking signals' write hooks annotate the new turns
+   (:meth:`~synapse_integrations.core.signals.Signal.write`: an echo's ``echo_of``...);
 4. one upsert into Chroma makes the turns durable (the acknowledgement point);
 5. each turn joins the graph (with its ``affect`` tags, mnemos' cognitive state, when the
    engine has a tagger) and the BM25 index, and every ``consolidation_interval``
@@ -40,10 +42,9 @@ from ..lifecycle.detectors import Lifecycle
 from ..lifecycle.reconsolidation import reconsolidate
 from ..lifecycle.surprisal import score_rows
 from ..models.mnemos import AffectTagger, affect_tag
-from ..signals import echoes
+from ..signals import WriteContext, signals
 from ..state.state import MemoryState
 from ..state.validation import MAX_BATCH_TURNS, validate_turns
-from ..text.documents import is_name, name_line
 from .consolidation import Consolidator
 
 logger = logging.getLogger(__name__)
@@ -175,17 +176,15 @@ class Ingestor:
         if taken or len(set(ids)) != len(ids):
             raise InvalidInputError(f"memory id(s) already used: {sorted(set(taken) or ids)[:5]}")
         embs = embs[fresh_rows]
-        echoes.mark(rows, embs, state)  # an assistant turn restating a user turn: echo_of
+        # the ranking signals' write hooks: an assistant turn restating a user turn marked
+        # echo_of, a new speaker's name embedded once (not by the first question naming them)
+        hooks = WriteContext(state, self.consolidator.names.embed)
+        for signal in signals():
+            signal.write(rows, embs, hooks)
         cfg = state.config
         salience = score_rows(rows, embs, state, self.lifecycle.predictor, cfg.surprisal_window,
                               lambda t: self.consolidator.names.embed([t])[0]) \
             if cfg.surprisal_gate else [None] * len(rows)
-        if cfg.speaker_free_cosine:  # a new speaker's name is embedded now, once per memory,
-            # not by the first question that names them (core/focus.py: names_out)
-            lines = list(dict.fromkeys(name_line(r["speaker"]) for r in rows
-                                       if is_name(r["speaker"])))
-            if lines:
-                self.consolidator.names.embed(lines)
         now = time.time()
         for r in rows:
             r["ingest_ts"] = now

@@ -43,7 +43,9 @@ from ...errors import InvalidInputError, InvalidTypeError, NodeNotFoundError
 from ...types import FeedbackReport
 from ..models import LearnsEdges
 from ..models.evermind import feedback_signal, learn_edge_weights
-from ..retrieval.pipeline import Retriever, cosines, run_pass
+from ..retrieval.passes import run_pass
+from ..retrieval.pipeline import Retriever
+from ..retrieval.triggers import cosines
 from ..state.state import MemoryState
 from ..state.validation import check_query
 

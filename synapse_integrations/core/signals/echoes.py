@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..graph.roles import is_role
+from .base import Candidates, Signal, WriteContext
 
 __all__ = ["ECHO_COSINE", "ECHO_LOOKBACK", "ECHO_MARGIN",
            "demote", "mark"]
@@ -118,3 +119,16 @@ def demote(view: Any, cand: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, 
             if score[j] > capped:
                 change[j] = capped - score[j]
     return score + change, change
+
+
+class Echoes(Signal):
+    """An assistant echo ranks just below the user statement it restates (``echo``):
+    marked at write time (:func:`mark`), demoted at retrieval (:func:`demote`)."""
+
+    name = "echo"
+
+    def adjust(self, ctx: Candidates, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return demote(ctx.view, ctx.cand, score)
+
+    def write(self, rows: Sequence[dict[str, Any]], embs: np.ndarray, ctx: WriteContext) -> None:
+        mark(rows, embs, ctx.state)

@@ -74,6 +74,7 @@ from ..kernels.scoring import cosine_without, without_scale
 from ..text.documents import is_name, name_line
 from ..text.subjects import named_subjects
 from ..text.tokens import FIRST_PERSON, MONTH, NUMERIC_DATE, YEAR
+from .base import Candidates, Signal, WriteContext
 
 __all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "Names", "asks_assistant", "date_scope", "focus",
            "named_dates", "named_speaker", "names_out", "user_turns"]
@@ -286,3 +287,25 @@ def focus(view: Any, cand: np.ndarray, score: np.ndarray, query: str, *,
     demoted = factor < 1.0
     change[demoted] = (factor[demoted] - 1.0) * np.abs(score[demoted])  # whatever the sign
     return score + change, change
+
+
+class Focus(Signal):
+    """What the question names (``focus``): another speaker's turn, a turn outside the
+    dates it names (:func:`focus`). At write time a new speaker's name is embedded once
+    (the question that names them leaves it out of its cosines: :func:`names_out`)."""
+
+    name = "focus"
+    section = "signals.focus"
+
+    def adjust(self, ctx: Candidates, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cfg = ctx.cfg
+        return focus(ctx.view, ctx.cand, score, ctx.asked, speaker_weight=cfg.named_speaker_weight,
+                     role_weight=cfg.first_person_weight, date_weight=cfg.date_weight,
+                     asked_at=ctx.at)
+
+    def write(self, rows: Sequence[dict[str, Any]], embs: np.ndarray, ctx: WriteContext) -> None:
+        if not ctx.state.config.speaker_free_cosine:
+            return
+        lines = list(dict.fromkeys(name_line(r["speaker"]) for r in rows if is_name(r["speaker"])))
+        if lines:
+            ctx.embed_names(lines)

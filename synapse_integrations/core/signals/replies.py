@@ -69,6 +69,7 @@ import numpy as np
 from ..graph.roles import role_turns
 from ..kernels import scoring
 from ..text.documents import without_speaker
+from .base import Candidates, Signal
 
 __all__ = ["FOLLOW_UP_CHARS", "REPLY_WINDOW", "asked_share", "follow_ups", "hand_over",
            "lift_replies", "replies_to", "with_replies"]
@@ -299,3 +300,23 @@ def hand_over(view: Any, cand: np.ndarray, score: np.ndarray, weight: float
                          lambda old, v, m: _asked(v, old, m))[cand]
     change = 0.0 - (1.0 - weight) * share * np.maximum(score, 0.0)  # 0.0 - x: no -0.0
     return score + change, change
+
+
+class Replies(Signal):
+    """The conversation (``reply``): a reply scores with the question it answers and the
+    statement that question followed up (:func:`lift_replies`), then an answered question
+    hands its place to its answer (:func:`hand_over`). The lift is lent by the question,
+    not the reply's own evidence."""
+
+    name = "reply"
+    section = "signals.replies"
+    lent = True
+
+    def widen(self, view: Any, cfg: Any, cand: np.ndarray) -> np.ndarray:
+        return with_replies(view, cand, cfg.reply_weight > 0, cfg.follow_up_weight > 0)
+
+    def adjust(self, ctx: Candidates, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cfg = ctx.cfg
+        score, lift = lift_replies(ctx.view, ctx.cand, score, cfg.reply_weight, cfg.follow_up_weight)
+        score, handed = hand_over(ctx.view, ctx.cand, score, cfg.answered_question_weight)
+        return score, lift + handed

@@ -22,9 +22,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..graph.roles import is_role
+from ..graph.roles import is_role, speaker_names
 from ..text.subjects import attribute_terms
 from ..text.tokens import tokenize
+from .base import Candidates, Signal
 
 __all__ = ["RECENT_COVERAGE", "RECENT_OLDER_SHARE", "RECENT_WINDOW", "SUCCESSOR_SHARE",
            "VERSION_MARGIN", "query_tense", "rank_recent", "rank_versions", "settle_versions"]
@@ -280,3 +281,42 @@ def _lift_successors(view: Any, cand: np.ndarray, score: np.ndarray,
             if placed is not None:
                 placed.append((newest, a))
     return score
+
+
+class Versions(Signal):
+    """Version ranking (``superseded``): an older version placed below the turn that
+    replaced it (:func:`rank_versions`), and with ``version_recency`` the newest of the
+    versions found at question time above the older ones (:func:`rank_recent`). The pass
+    keeps the ``versions`` it placed and left in order; merged passes keep each pass's
+    (:func:`settle_versions`)."""
+
+    name = "superseded"
+    section = "signals.versions"
+    stands_in = True
+    carries = "versions"
+
+    def adjust(self, ctx: Candidates, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        view, cand, cfg = ctx.view, ctx.cand, ctx.cfg
+        tense = query_tense(ctx.asked)
+        placed: list[tuple[int, int]] = []  # (newer, older) positions in cand
+        out = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=tense,
+                            placed=placed)
+        if cfg.version_recency:  # versions found at question time: the newest above
+            out = rank_recent(view, cand, out, ctx.state.bm25.idf, ctx.asked, tense=tense,
+                              names=speaker_names(view), placed=placed)
+        ctx.notes[self.name] = placed
+        return out, out - score
+
+    def settle(self, ctx: Candidates, score: np.ndarray) -> np.ndarray:
+        """The version pairs still in order once the later signals had their say
+        (compiled positions, one (newer, older) row each)."""
+        cand = ctx.cand
+        return np.array([(cand[n], cand[o]) for n, o in ctx.notes.get(self.name, ())
+                         if score[n] > score[o]], dtype=np.int64).reshape(-1, 2)
+
+    def merge(self, cand: np.ndarray, score: np.ndarray, kept: Sequence[Any]
+              ) -> tuple[np.ndarray, np.ndarray | None, Any]:
+        versions = np.concatenate([v for v in kept if v is not None]
+                                  or [np.zeros((0, 2), dtype=np.int64)])
+        score, lift = settle_versions(score, np.searchsorted(cand, versions))
+        return score, lift, versions
