@@ -27,58 +27,33 @@ request may be sent again. A key that may not use the namespace is a 403
 from __future__ import annotations
 
 import asyncio
-import json as _json
 import threading
-import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
 from .._adapter_utils import require
 from ..config import SynapseConfig
 from ..core.state.validation import validate_namespace
-from ..errors import (
-    InvalidInputError,
-    InvalidTypeError,
-    StorageError,
-    SynapseError,
-    UnknownNamespaceError,
-)
+from ..errors import InvalidTypeError
 from ..pool import EnginePool
-from ..types import (ConsistencyReport, ConsolidationReport, FeedbackReport, ForgetResult,
-                     RetrievalResult)
+from ..types import (
+    ConsistencyReport,
+    ConsolidationReport,
+    FeedbackReport,
+    ForgetResult,
+    RetrievalResult,
+)
 from . import wire
+from .connection import AuthenticationError, ServerConnection, segment
 
 httpx = require("httpx", "server")
 
 __all__ = ["AuthenticationError", "RemoteMemory", "RemotePool"]
 
-
-class AuthenticationError(SynapseError, PermissionError):
-    """The server wants an API key, and the one given (if any) is not it."""
-
 _DEFAULT_KINDS = ("episode",)
-_JSON = {"content-type": "application/json"}
 _PAGE = 1000
-
-
-def _segment(value: str) -> str:
-    """One percent-encoded path segment ('/' and dots too: '.' and '..' are not paths)."""
-    return quote(value, safe="").replace(".", "%2E")
-
-
-def _body(json_body: Any) -> bytes | None:
-    """The request body as strict JSON (NaN, infinities and non-JSON values refused here,
-    as the engine refuses them)."""
-    if json_body is None:
-        return None
-    try:
-        return _json.dumps(json_body, allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"the request is not JSON-serialisable (metadata and filters "
-                                f"must be plain JSON): {exc}") from None
 
 
 def _time(value: Any) -> Any:
@@ -110,7 +85,7 @@ def _report(data: Mapping[str, Any]) -> FeedbackReport:
                              "unused": tuple(data["unused"])})
 
 
-class RemoteMemory:
+class RemoteMemory(ServerConnection):
     """One namespace of a memory server, behind the ``MemoryEngine`` protocol.
 
     Args:
@@ -133,7 +108,7 @@ class RemoteMemory:
         self.namespace = validate_namespace(namespace)
         self.base_url = base_url.rstrip("/")
         self.path = self.base_url  # where this memory lives, for messages
-        self._prefix = f"/v1/namespaces/{_segment(self.namespace)}"
+        self._prefix = f"/v1/namespaces/{segment(self.namespace)}"
         self._headers = {"X-API-Key": api_key} if api_key else {}
         self._timeout = timeout
         self._retries = max(0, int(retries))
@@ -148,96 +123,6 @@ class RemoteMemory:
 
     def __repr__(self) -> str:
         return f"RemoteMemory({self.base_url!r}, {self.namespace!r})"
-
-    # -- transport -----------------------------------------------------------------------
-    def _url(self, op: str) -> str:
-        return f"{self._prefix}/{op}" if op else self._prefix
-
-    @staticmethod
-    def _answer(response: Any) -> Any:
-        try:
-            body = response.json()
-        except ValueError:
-            body = response.text
-        if response.status_code == 401:
-            raise AuthenticationError(f"the memory server refused the API key: "
-                                      f"{wire.error_from_wire(body, 401)}")
-        if response.status_code >= 400:
-            raise wire.error_from_wire(body, response.status_code)
-        return body
-
-    def _fail(self, exc: Exception) -> StorageError:
-        if isinstance(exc, httpx.TimeoutException):
-            return StorageError(f"the memory server at {self.base_url} did not answer within "
-                                f"{self._timeout:g} s ({type(exc).__name__})")
-        return StorageError(f"cannot reach the memory server at {self.base_url}: {exc}")
-
-    def _call(self, method: str, op: str, *, json: Any = None, params: Any = None, url: str | None = None) -> Any:
-        try:
-            return self._send(method, op, json=json, params=params, url=url)
-        except UnknownNamespaceError:
-            if not self._create or url is not None:
-                raise
-            self._send("PUT", "")  # the namespace is a memory from now on, as a local one would be
-            return self._send(method, op, json=json, params=params, url=url)
-
-    async def _acall(self, method: str, op: str, *, json: Any = None, params: Any = None) -> Any:
-        try:
-            return await self._asend(method, op, json=json, params=params)
-        except UnknownNamespaceError:
-            if not self._create:
-                raise
-            await self._asend("PUT", "")
-            return await self._asend(method, op, json=json, params=params)
-
-    def _send(self, method: str, op: str, *, json: Any = None, params: Any = None, url: str | None = None) -> Any:
-        if self._closed:
-            raise StorageError("this RemoteMemory is closed")
-        content = _body(json)
-        delay = 0.25
-        for attempt in range(self._retries + 1):
-            try:
-                return self._answer(self._client.request(method, url or self._url(op), content=content,
-                                                         params=params, headers=_JSON if content else None))
-            except httpx.ConnectError as exc:  # never sent: safe to try again
-                if attempt == self._retries:
-                    raise self._fail(exc) from None
-            except httpx.TransportError as exc:
-                raise self._fail(exc) from None
-            time.sleep(delay)
-            delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _aclient(self) -> Any:
-        loop = asyncio.get_running_loop()
-        with self._alock:
-            client = self._aclients.get(loop)
-            if client is None:
-                client = httpx.AsyncClient(base_url=self.base_url, headers=self._headers,
-                                           timeout=self._timeout)
-                self._aclients[loop] = client
-            return client
-
-    async def _asend(self, method: str, op: str, *, json: Any = None, params: Any = None) -> Any:
-        if self._closed:
-            raise StorageError("this RemoteMemory is closed")
-        if self._transport is not None:  # a sync test transport: go through a thread
-            return await asyncio.to_thread(self._send, method, op, json=json, params=params)
-        content = _body(json)
-        delay = 0.25
-        for attempt in range(self._retries + 1):
-            try:
-                response = await self._aclient().request(method, self._url(op), content=content, params=params,
-                                                         headers=_JSON if content else None)
-                return self._answer(response)
-            except httpx.ConnectError as exc:
-                if attempt == self._retries:
-                    raise self._fail(exc) from None
-            except httpx.TransportError as exc:
-                raise self._fail(exc) from None
-            await asyncio.sleep(delay)
-            delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- request bodies ------------------------------------------------------------------
     @staticmethod
@@ -284,7 +169,7 @@ class RemoteMemory:
     def _id(node_id: Any) -> str:
         if not isinstance(node_id, str):
             raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
-        return _segment(node_id)
+        return segment(node_id)
 
     @staticmethod
     def _strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
