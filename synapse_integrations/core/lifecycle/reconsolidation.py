@@ -24,7 +24,7 @@ and ranked with its replacement (:func:`~synapse_integrations.core.signals.versi
 
 Its *slot* is the content words within :data:`SLOT_WINDOW` words of a value (``hours``,
 ``issue``, ``level``), its *frame* the other content words (crudely stemmed; chat filler,
-:data:`GENERIC_WORDS`, left out). Assistant turns (role ``assistant`` in the metadata, or
+``GENERIC_STATEMENT_WORDS``, left out). Assistant turns (role ``assistant`` in the metadata, or
 speaker ``assistant``/``AI``) are never compared: their "I" quotes or plays a part. An
 earlier statement of the same speaker is an older version when
 
@@ -35,15 +35,18 @@ earlier statement of the same speaker is an older version when
 3. no value is common to both (the value changed; "third" and "three" are the same).
 
 **Changes without a number.** A sentence in which the speaker says they changed something
-(a :data:`CHANGE_VERBS` verb right after ``I``/``we``: "I moved to Denver", "I switched
+(a ``CHANGE_VERBS`` verb right after ``I``/``we``: "I moved to Denver", "I switched
 providers to FiberNest") supersedes an earlier statement of theirs that shares its subject:
 shared content words carrying at least :data:`CHANGE_OVERLAP` of the smaller statement's
 IDF mass (capitalised names left out: they are the values here), and something new named
 (a name or a value the old one lacks). Words of one attribute count as one
-(:data:`ATTRIBUTE_WORDS`: "live", "apartment", "moved to" are all where one lives).
+(``ATTRIBUTE_WORDS``: "live", "apartment", "moved to" are all where one lives).
 
 Candidates are the earlier episodes the BM25 index ranks highest for the new turn (at
 most :data:`CANDIDATES`), so a write costs one lexical query.
+
+The word lists the rule reads (``CHANGE_VERBS``, ``ATTRIBUTE_WORDS``, ...) live in
+:mod:`~synapse_integrations.core.text.lexicon`.
 
 **The LLM variant** (:class:`LLMReconsolidator`) asks any LangChain chat model which of
 the same candidates the new turn updates.
@@ -67,8 +70,27 @@ from typing import Any, Protocol
 from ...errors import InvalidTypeError
 from ..graph.roles import is_role
 from ..text.documents import without_any_speaker
+from ..text.lexicon import (
+    ADDRESSEE_WORDS,
+    ATTRIBUTE_WORDS,
+    CHANGE_SUBJECTS,
+    CHANGE_VERBS,
+    CLOCK_WORDS,
+    DEICTIC_WORDS,
+    GENERIC_STATEMENT_WORDS,
+    INDEX_STOPWORDS,
+    MOMENT_WORDS,
+    MONTH_NAMES,
+    MOVE_DIRECTIONS,
+    MOVE_VERBS,
+    NUMBER_WORDS,
+    PERIOD_WORDS,
+    QUESTION_OPENERS,
+    REQUEST_VERBS,
+    STATEMENT_FIRST_PERSON,
+)
 from ..text.llm_reply import parse_reply
-from ..text.tokens import STOPWORDS, sentences
+from ..text.tokens import sentences
 
 logger = logging.getLogger(__name__)
 
@@ -89,57 +111,7 @@ CHANGE_OVERLAP = 0.5
 #: dessert"), not a change. Changes said with a change verb ("I moved to Denver") need no gap.
 MIN_GAP = 3600.0
 
-_NUMBER_WORDS = {
-    "single": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-    "fifteen": "15", "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50",
-    "hundred": "100", "twice": "2", "thrice": "3", "second": "2", "third": "3",
-    "fourth": "4", "fifth": "5", "sixth": "6", "seventh": "7", "eighth": "8", "ninth": "9",
-    "tenth": "10", "dozen": "12", "couple": "2",
-}
-_FIRST_PERSON = frozenset({"i", "my", "mine", "we", "our", "i'm", "i've", "i'd", "i'll",
-                           "we're", "we've"})
-#: A sentence that addresses the listener ("I want you to write 60 characters") or opens
-#: with a request verb ("Give me chapter 2") is a request, not a fact about the speaker.
-_ADDRESSEE = frozenset({"you", "your", "you're", "you've", "yourself", "please"})
-#: A sentence anchored to one moment ("three weeks ago", "last weekend", "next Monday")
-#: tells of an event, not of an attribute that a later value replaces.
-_MOMENT = frozenset({"ago", "yesterday", "tomorrow", "tonight"})
-_DEICTIC = frozenset({"last", "next", "this"})
-_PERIODS = frozenset("""week weekend month year night morning evening summer winter spring fall
-monday tuesday wednesday thursday friday saturday sunday""".split())
-#: Verbs that say an attribute changed: such a sentence supersedes an earlier one about the
-#: same thing even without a number ("I switched providers to FiberNest").
-CHANGE_VERBS = frozenset("""moved switched changed quit replaced upgraded swapped
-transferred relocated""".split())
-#: Words of one attribute, read as that attribute ("I live in Boston" / "I moved to
-#: Denver": both about where one lives).
-ATTRIBUTE_WORDS: dict[str, str] = {
-    **dict.fromkeys("live lives living lived moved move relocated apartment flat house home "
-                    "rent renting".split(), "@home"),
-    **dict.fromkeys("job jobs employer hired employed".split(), "@job"),
-}
-_SUBJECTS = frozenset({"i", "we", "i've", "we've", "i'd", "we'd"})
-#: "moved" is about where one lives only when it says where ("moved to", "moved out"), not
-#: in "I moved the meeting".
-_MOVES = frozenset({"moved", "move", "relocated"})
-_AWAY = frozenset({"to", "into", "back", "out", "in", "here", "there", "away", "abroad", "from"})
 _NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
-_REQUESTS = frozenset("""give write provide suggest tell list make create explain show help
-summarize summarise rewrite generate find recommend describe send let translate add""".split())
-#: Words too common in chat to say what a statement is about ("by the way", "I think").
-GENERIC_WORDS = frozenset("""way really actually also think just usually around oh lot pretty
-still now well get got go goes going see like thing things make sure need want know feel
-thinking planning trying try last next new good great much many able bit kind far interested
-looking curious wondering""".split())
-_MONTHS = frozenset("january february march april may june july august september october "
-                    "november december jan feb mar apr jun jul aug sep sept oct nov dec".split())
-_CLOCK = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
-#: Words that open a real question (a sentence ending in "?" that starts otherwise,
-#: "remember when I got pre-approved for $400,000?", still states something).
-_QUESTION_OPENERS = frozenset("""what how when where who whom whose why which do does did can
-could would will is are was were should shall have has had any may might am isn't aren't
-don't doesn't didn't won't wouldn't couldn't""".split())
 #: A sentence with more distinct values than this is a list (prices, a schedule), not a
 #: statement of one attribute.
 MAX_VALUES = 2
@@ -176,22 +148,22 @@ def _stem(word: str) -> str:
 def _value(token: str) -> str | None:
     if token[0] in "$0123456789":
         return re.sub(r"[\s,$]", "", token)
-    return _NUMBER_WORDS.get(token)
+    return NUMBER_WORDS.get(token)
 
 
 def _changed(words: Sequence[str]) -> bool:
     """The speaker says they changed something: a change verb right after a first-person
     subject ("I moved", "we've just switched"; not "Rachel moved", "my habits changed",
     "I was moved by", "I sold out")."""
-    return any(w in CHANGE_VERBS and _SUBJECTS.intersection(words[max(0, k - 3):k])
+    return any(w in CHANGE_VERBS and CHANGE_SUBJECTS.intersection(words[max(0, k - 3):k])
                and words[k + 1:k + 2] != ["by"] and words[k + 1:k + 2] != ["out"]
                for k, w in enumerate(words))
 
 
 def _anchored(words: Sequence[str]) -> bool:
-    """The sentence names one moment (see :data:`_MOMENT`)."""
-    return bool(_MOMENT.intersection(words)) or any(
-        a in _DEICTIC and b in _PERIODS for a, b in zip(words, words[1:]))
+    """The sentence names one moment (see the lexicon's ``MOMENT_WORDS``)."""
+    return bool(MOMENT_WORDS.intersection(words)) or any(
+        a in DEICTIC_WORDS and b in PERIOD_WORDS for a, b in zip(words, words[1:]))
 
 
 def statements(text: str) -> list[Statement]:
@@ -202,11 +174,11 @@ def statements(text: str) -> list[Statement]:
     for original in sentences(without_any_speaker(text)):
         sentence = original.lower()
         words = _WORD_RE.findall(sentence)
-        if sentence.rstrip().endswith("?") and (not words or words[0] in _QUESTION_OPENERS):
+        if sentence.rstrip().endswith("?") and (not words or words[0] in QUESTION_OPENERS):
             continue
         change = _changed(words)
-        if not _FIRST_PERSON.intersection(words) or _ADDRESSEE.intersection(words) \
-                or (words and words[0] in _REQUESTS) or (_anchored(words) and not change):
+        if not STATEMENT_FIRST_PERSON.intersection(words) or ADDRESSEE_WORDS.intersection(words) \
+                or (words and words[0] in REQUEST_VERBS) or (_anchored(words) and not change):
             continue
         names = frozenset(n.lower() for n in _NAME_RE.findall(original.strip()) if n != "I")
         content: list[tuple[int, str]] = []
@@ -215,15 +187,15 @@ def statements(text: str) -> list[Statement]:
         for pos, w in enumerate(words):
             v = _value(w)
             near = words[max(0, pos - 2):pos + 3]
-            if v is not None and not _MONTHS.intersection(near) \
-                    and not _CLOCK.intersection(words[pos + 1:pos + 2]):  # a date, a time of day
+            if v is not None and not MONTH_NAMES.intersection(near) \
+                    and not CLOCK_WORDS.intersection(words[pos + 1:pos + 2]):  # a date, a time of day
                 values[pos] = v
             elif (w in ATTRIBUTE_WORDS or _stem(w) in ATTRIBUTE_WORDS) and not (
-                    w in _MOVES and words[pos + 1:pos + 2] and words[pos + 1] not in _AWAY):
+                    w in MOVE_VERBS and words[pos + 1:pos + 2] and words[pos + 1] not in MOVE_DIRECTIONS):
                 content.append((pos, ATTRIBUTE_WORDS.get(w) or ATTRIBUTE_WORDS[_stem(w)]))
                 raw.setdefault(content[-1][1], w)
-            elif w.split("'")[0] not in STOPWORDS and len(w) > 1 and w not in _FIRST_PERSON \
-                    and w not in GENERIC_WORDS and w not in CHANGE_VERBS:
+            elif w.split("'")[0] not in INDEX_STOPWORDS and len(w) > 1 and w not in STATEMENT_FIRST_PERSON \
+                    and w not in GENERIC_STATEMENT_WORDS and w not in CHANGE_VERBS:
                 content.append((pos, _stem(w)))
                 raw.setdefault(_stem(w), w.split("'")[0])
         if len(set(values.values())) > MAX_VALUES or len(content) > MAX_WORDS:

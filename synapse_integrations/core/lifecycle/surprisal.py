@@ -34,20 +34,12 @@ import numpy as np
 
 from ...errors import InvalidTypeError
 from ..text.documents import without_any_speaker
+from ..text.lexicon import FILLER_WORDS
 from ..text.llm_reply import reply_text
 from ..text.tokens import tokenize
 
-__all__ = ["FILLER_WORDS", "LLMPredictor", "Predictor", "WindowPredictor", "is_filler", "score_rows",
-           "surprisal", "window_prediction"]
-
-#: Words that carry no content on their own (a turn made only of them is filler).
-FILLER_WORDS = frozenset("""
-ok okay k thanks thank thx ty great sounds sound good sure yes yeah yep yup cool nice got it
-perfect awesome lol haha hahaha alright right hi hey hello bye goodbye welcome np wow agreed
-fine exactly indeed absolutely totally true sweet hmm hm oh ah uh um well glad appreciate
-lot much definitely course noted will see later soon bet love
-""".split())
-
+__all__ = ["LLMPredictor", "Predictor", "WindowPredictor", "is_filler", "score_rows", "surprisal",
+           "window_prediction"]
 
 def is_filler(text: str) -> bool:
     """A turn whose words (after a ``"speaker: "`` prefix) are all filler words."""

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from ...errors import InvalidInputError, InvalidTypeError, MissingDependencyError
+from ..text.lexicon import SUBORDINATORS, URGENT_WORDS
 from . import _params as prm
 from ._neighbors import NeighborIndex, neighbor_table
 from .base import Activation, Query
@@ -240,11 +241,6 @@ class AffectTagger(Protocol):
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
-_URGENT = frozenset("""urgent urgently asap immediately emergency now hurry quick quickly
-    critical crisis broken crash crashed crashing down outage fail failed failing failure
-    panic help deadline alarm alert danger dangerous""".split())
-_SUBORDINATORS = frozenset("""because although though however whereas therefore unless
-    while whether which since if moreover furthermore consequently""".split())
 
 
 #: Words VADER scores in one piece (see :class:`LexiconAffectTagger`): 99% of LoCoMo's turns
@@ -348,9 +344,9 @@ class LexiconAffectTagger:
         lower = [w.lower() for w in words]
         caps = any(len(w) >= 2 and w.isupper() for w in words)
         arousal = (0.5 * abs(compound) + 0.2 * min(text.count("!"), 2) / 2
-                   + (0.1 if caps else 0.0) + (0.2 if _URGENT.intersection(lower) else 0.0))
+                   + (0.1 if caps else 0.0) + (0.2 if URGENT_WORDS.intersection(lower) else 0.0))
         mean_len = sum(len(w) for w in words) / len(words)
-        markers = sum(text.count(ch) for ch in ",;:(") + sum(w in _SUBORDINATORS for w in lower)
+        markers = sum(text.count(ch) for ch in ",;:(") + sum(w in SUBORDINATORS for w in lower)
         complexity = (0.4 * min(len(words) / 30, 1.0) + 0.3 * min(max(mean_len - 4, 0) / 3, 1.0)
                       + 0.3 * min(markers / 3, 1.0))
         return (max(-1.0, min(1.0, compound)), min(1.0, arousal), min(1.0, complexity))

@@ -48,8 +48,9 @@ import scipy.sparse as sp
 from ...types import GateVerdict
 from ..graph.roles import distinct_speakers, speaker_names
 from ..kernels import scoring
+from ..text.lexicon import FIRST_PERSON
 from ..text.subjects import attribute_terms, named_subjects
-from ..text.tokens import FIRST_PERSON, tokenize
+from ..text.tokens import tokenize
 
 if TYPE_CHECKING:
     from ...config import SynapseConfig

@@ -72,8 +72,9 @@ import numpy as np
 from ..graph.roles import role_turns, speaker_names
 from ..kernels.scoring import cosine_without, without_scale
 from ..text.documents import is_name, name_line
+from ..text.lexicon import FIRST_PERSON, MONTH
 from ..text.subjects import named_subjects
-from ..text.tokens import FIRST_PERSON, MONTH, NUMERIC_DATE, YEAR
+from ..text.tokens import NUMERIC_DATE, YEAR
 from .base import Candidates, Signal, WriteContext
 
 __all__ = ["DATE_QUERY_CHARS", "DATE_SLACK", "Names", "asks_assistant", "date_scope", "focus",

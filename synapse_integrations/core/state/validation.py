@@ -135,7 +135,8 @@ not normalised: a control character there is refused (:data:`CONTROL_RE`)."""
 
 _NORMALISE_RE = re.compile("[" + "".join(f"\\x{ord(c):02x}" for c in TEXT_NORMALISATION) + "]")
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
-_TURN_FIELDS = frozenset({"text", "speaker", "timestamp", "metadata", "id"})
+#: The keys a turn mapping may hold (a schema, not a word list: see :func:`validate_turn`).
+_TURN_FIELDS = ("text", "speaker", "timestamp", "metadata", "id")
 
 
 def utf8_ok(value: str) -> bool:
@@ -374,7 +375,7 @@ def validate_turn(turn: str | Mapping[str, Any], firewall: Firewall) -> dict[str
         turn = {"text": turn}
     if not isinstance(turn, Mapping):
         raise InvalidTypeError(f"a turn must be a str or a mapping, got {type(turn).__name__}")
-    unknown = set(turn) - _TURN_FIELDS
+    unknown = set(turn).difference(_TURN_FIELDS)
     if unknown:
         raise InvalidInputError(f"unknown turn field(s): {sorted(unknown)}")
     text = turn.get("text")

@@ -15,33 +15,13 @@ import Stemmer
 from breame.spelling import get_american_spelling
 from lemminflect import getAllLemmas
 
-__all__ = ["DATE_EXPRESSION", "FIRST_PERSON", "MONTH", "NUMERIC_DATE", "STOPWORDS", "YEAR",
-           "sentences", "stem", "terms", "tokenize", "without_dates"]
+from .lexicon import INDEX_STOPWORDS, MONTH
+
+__all__ = ["DATE_EXPRESSION", "NUMERIC_DATE", "YEAR", "sentences", "stem", "terms", "tokenize",
+           "without_dates"]
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
-#: A text in the first person (a question about the one asking it, a turn about its speaker).
-FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|us)\b", re.I)
 
-
-#: English function words left out of the lexical index. In a small memory their IDF is
-#: high ("is" may occur in two turns of six), so without this list "What is the name of
-#: Sam's dog?" matches "Sam is learning the cello" on "is" and "the". Content words,
-#: numbers and names are kept, and so are question words' answers (dates, places).
-STOPWORDS = frozenset("""
-a an and are as at be been being but by can could did do does doing done for from had has
-have having he her here hers herself him himself his how i if in into is it its itself just
-me my myself no nor not of off on once only or other our ours ourselves out over own same
-she should so some such than that the their theirs them themselves then there these they
-this those through to too under until up very was we were what when where which while who
-whom why will with would you your yours yourself yourselves about above after again against
-all am any because before below between both during each few further more most s t ll re ve
-d m o y don isn wasn weren won aren didn doesn hasn haven
-""".split())
-
-
-#: A month's name or its abbreviation (a pattern, case-insensitive).
-MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-         r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 #: A year of the last two centuries and a numeric date ("2023-12-08", "8/12/2023").
 YEAR = r"(?:19|20)\d\d"
 NUMERIC_DATE = r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}"
@@ -87,7 +67,7 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("What is the name of Sam's dog?")
     ['name', 'sam', 'dog']
     """
-    return [t for t in _TOKEN_RE.findall(text.lower()) if t not in STOPWORDS]
+    return [t for t in _TOKEN_RE.findall(text.lower()) if t not in INDEX_STOPWORDS]
 
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -143,5 +123,5 @@ def terms(text: str) -> list[str]:
     out = [stem(t) for t in tokenize(text)]
     if "-" in text:
         out += [stem(w) for w in (c.replace("-", "") for c in _HYPHENATED.findall(text.lower()))
-                if w not in STOPWORDS]
+                if w not in INDEX_STOPWORDS]
     return out

@@ -1,7 +1,8 @@
 """The offline extractor: deterministic, model-free concept extraction.
 
 :class:`OfflineExtractor` and its machinery: the tokenizer, content words, name spans
-and the candidate ranking. The word lists it reads live in :mod:`.wordlists`.
+and the candidate ranking. The word lists it reads live in
+:mod:`~synapse_integrations.core.text.lexicon`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from typing import Any
 from ....errors import ConfigError
 from ....types import Concept, Extraction, Relation, Turn
 from ...text.documents import without_speaker
-from .protocol import BaseExtractor, check_turns, is_int
-from .wordlists import (
+from ...text.lexicon import (
     ADJECTIVE_ENDINGS,
-    CONNECTORS,
     DATE_WORDS,
-    GENERIC,
     IE_WORDS,
     KEEP_PLURAL,
     LY_NOUNS,
@@ -27,8 +25,11 @@ from .wordlists import (
     NOT_CONCEPT,
     NOT_NAME_START,
     SUFFIX_NOUNS,
-    TITLES,
 )
+from ...text.lexicon import GENERIC_CONCEPT_WORDS as GENERIC
+from ...text.lexicon import NAME_CONNECTORS as CONNECTORS
+from ...text.lexicon import NAME_TITLES as TITLES
+from .protocol import BaseExtractor, check_turns, is_int
 
 __all__ = ["OfflineExtractor"]
 
