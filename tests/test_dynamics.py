@@ -11,8 +11,15 @@ import pytest
 import scipy.sparse as sp
 
 from synapse_integrations.core.kernels.dynamics import (
-    SpreadResult, lateral_inhibition, propagation_by_source, propagation_matrix, sigmoid_firing,
-    spread_activation, spread_activation_reference,
+    SpreadResult,
+    lateral_inhibition,
+    propagation_by_source,
+    propagation_matrix,
+    sigmoid_firing,
+    spread_activation,
+)
+from synapse_integrations.core.kernels.dynamics_reference import (
+    spread_activation_reference,
 )
 from synapse_integrations.errors import InvalidInputError, SynapseError
 

@@ -4,6 +4,9 @@ Pure functions: arrays and keyword-only hyperparameters in, arrays out. They kno
 nothing about the engine, the graph object or any framework; the engine builds the
 edge arrays from its graph and calls these.
 
+The slow reference the tests check :func:`spread_activation` against is
+:func:`~synapse_integrations.core.kernels.dynamics_reference.spread_activation_reference`.
+
 Edges are directed ``j -> i`` and given as three parallel arrays ``src`` (``j``),
 ``dst`` (``i``) and ``weight`` (``w_ji``). Activation flows along edge direction.
 
@@ -41,7 +44,6 @@ __all__ = [
     "propagation_matrix",
     "sigmoid_firing",
     "spread_activation",
-    "spread_activation_reference",
     "strongest_inflow",
 ]
 
@@ -320,7 +322,7 @@ def spread_activation(
     Returns:
         :class:`SpreadResult`.
     """
-    a, P = _check_spread_inputs(a0, P, iterations)
+    a, P = check_spread_inputs(a0, P, iterations)
     n = a.size
     parent = np.full(n, -1, dtype=np.int64)
     potential = a.copy()
@@ -364,7 +366,7 @@ def spread_activation(
     return SpreadResult(activation=a, potential=potential, parent=parent)
 
 
-def _check_spread_inputs(
+def check_spread_inputs(
     a0: np.ndarray, P: MatrixLike, iterations: int
 ) -> tuple[np.ndarray, sp.csr_array | sp.csc_array]:
     a = np.array(a0, dtype=np.float64)  # always a copy: a0 is never aliased by the result
@@ -446,90 +448,3 @@ def strongest_inflow(P: sp.csr_array | sp.csc_array, a: np.ndarray,
     out = np.full(rows.size, -1, dtype=np.int64)
     out[group[firsts]] = cols[firsts]
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Slow reference (tests only)
-# --------------------------------------------------------------------------------------------
-def spread_activation_reference(
-    a0: np.ndarray,
-    P: MatrixLike,
-    *,
-    iterations: int,
-    spreading_factor: float,
-    decay: float,
-    inhibition_beta: float,
-    inhibition_top_m: int,
-    gamma: float,
-    theta: float,
-    use_inhibition: bool = True,
-    silent_zero: bool = True,
-    track_parents: bool = False,
-) -> SpreadResult:
-    """Same contract as :func:`spread_activation`, written as plain loops over nodes and edges.
-
-    Quadratic in places and slow on purpose: it exists only so the tests can check the fast
-    kernel against an implementation whose correctness can be read off line by line.
-    """
-    a_arr, P = _check_spread_inputs(a0, P, iterations)
-    n = a_arr.size
-    # in_edges[i] = list of (j, P[i, j])
-    coo = P.tocoo()
-    in_edges: dict[int, list[tuple[int, float]]] = {i: [] for i in range(n)}
-    for i, j, p in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()):
-        in_edges[i].append((j, p))
-
-    a = a_arr.tolist()
-    potential = list(a)
-    parent = [-1] * n
-    reached = [x > 0 for x in a]
-    for _ in range(iterations):
-        # Eq. 2
-        u = []
-        for i in range(n):
-            total = 0.0
-            for j, p in in_edges[i]:
-                total += p * a[j]
-            u.append((1.0 - decay) * a[i] + spreading_factor * total)
-        # Eq. 3
-        if use_inhibition and inhibition_top_m > 0:
-            by_height = sorted(range(n), key=lambda k: u[k], reverse=True)
-            top = by_height[: inhibition_top_m]
-            u_hat = []
-            for i in range(n):
-                penalty = 0.0
-                for k in top:
-                    if u[k] > u[i]:
-                        penalty += u[k] - u[i]
-                u_hat.append(max(0.0, u[i] - inhibition_beta * penalty))
-        else:
-            u_hat = [max(0.0, x) for x in u]
-        # parents: strongest contributor on the iteration a node is first reached
-        if track_parents:
-            for i in range(n):
-                if u_hat[i] > 0 and not reached[i]:
-                    best_j, best = -1, 0.0
-                    for j, p in sorted(in_edges[i]):
-                        if p * a[j] > best:
-                            best_j, best = j, p * a[j]
-                    parent[i] = best_j
-                    reached[i] = True
-        # Eq. 4
-        new_a = []
-        for i in range(n):
-            if silent_zero and u_hat[i] <= 0:
-                new_a.append(0.0)
-                continue
-            z = gamma * (u_hat[i] - theta)
-            if z >= 0:
-                new_a.append(1.0 / (1.0 + math.exp(-z)))
-            else:
-                e = math.exp(z)
-                new_a.append(e / (1.0 + e))
-        a = new_a
-        potential = u_hat
-    return SpreadResult(
-        activation=np.array(a, dtype=np.float64),
-        potential=np.array(potential, dtype=np.float64),
-        parent=np.array(parent, dtype=np.int64),
-    )
