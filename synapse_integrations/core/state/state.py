@@ -4,7 +4,8 @@ change together here, and nowhere else.
 :class:`MemoryState` owns one namespace's stores and the bookkeeping that goes with them
 (turns waiting for consolidation, the last episode, counters). The mechanisms
 (ingestion, consolidation, forgetting, consistency) call its methods; none of them
-writes a store directly. It holds no lock: the engine does.
+writes a store directly. It holds no lock: the engine does. What only reads the stores is
+in :mod:`.reads` (:class:`~.reads.StateReads`, the class it extends).
 
 >>> from synapse_integrations.core.state.state import episode_metadata
 >>> episode_metadata({"seq": 3, "ingest_ts": 1.0, "metadata": {}, "speaker": "Sam", "ts": 2.0})["kind"]
@@ -27,10 +28,10 @@ from ...errors import NodeNotFoundError, StorageError
 from ...storage.chroma import ChromaVectors
 from ...types import VectorWrite
 from ..graph import provenance
-from ..graph.graph import Compiled, MemoryGraph, temporal_weight
+from ..graph.graph import MemoryGraph, temporal_weight
 from ..index.bm25 import BM25Index
-from ..text.documents import node_document
 from .events import EventBus
+from .reads import StateReads
 from .validation import MAX_SPIKES
 
 logger = logging.getLogger(__name__)
@@ -64,8 +65,9 @@ def archived_metadata(node: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if v is not None}
 
 
-class MemoryState:
-    """The stores of one namespace and their bookkeeping (see the module docstring).
+class MemoryState(StateReads):
+    """The stores of one namespace and their bookkeeping (see the module docstring); its
+    reads (nodes, records, episodes, counts, what a forget doomed) are :class:`StateReads`'.
 
     Attributes:
         config: the configuration the graph is built with.
@@ -105,55 +107,8 @@ class MemoryState:
         self._deferred: set[str] | None = None
 
     # ------------------------------------------------------------------------------------
-    # reading
+    # forgotten ids (what they doom is read in :class:`~.reads.StateReads`)
     # ------------------------------------------------------------------------------------
-    def __contains__(self, node_id: str) -> bool:
-        return node_id in self.graph
-
-    def knows(self, node_id: str) -> bool:
-        """``node_id`` is an active or an archived node."""
-        return node_id in self.graph or node_id in self.graph.archive
-
-    def document(self, attrs: Mapping[str, Any]) -> str:
-        """What the embedder and BM25 read for a node (:func:`.documents.node_document`)."""
-        return node_document(attrs, enabled=self.config.speaker_in_document)
-
-    def node(self, node_id: str) -> dict[str, Any]:
-        """The attributes of an active node (:class:`NodeNotFoundError` if none)."""
-        return self.graph.node(node_id)
-
-    def any_node(self, node_id: str) -> dict[str, Any]:
-        """The attributes of an active or archived node (:class:`NodeNotFoundError`)."""
-        return self.graph.node(node_id) if node_id in self.graph else self.archived_node(node_id)
-
-    def record(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]:
-        """A node's attributes with its ``id``; an archived node's too when
-        ``include_archived`` (marked ``"archived": True``). :class:`NodeNotFoundError` if none."""
-        if include_archived and node_id not in self and node_id in self.graph.archive:
-            return {"id": node_id, **self.archived_node(node_id), "archived": True}
-        return {"id": node_id, **self.node(node_id)}
-
-    def archived_node(self, node_id: str) -> dict[str, Any]:
-        """The attributes of an archived node (:class:`NodeNotFoundError` if none)."""
-        rec = self.graph.archive.get(node_id)
-        if rec is None:
-            raise NodeNotFoundError(f"no archived memory with id {node_id!r}")
-        return rec["node"]
-
-    def dead(self, node_id: str, gen: Any = 0) -> bool:
-        """Was ``node_id`` forgotten after this version of it (generation ``gen``) was
-        written? A forgotten turn written again under its id gets a newer generation."""
-        tomb = self.tombstones.get(node_id)
-        return tomb is not None and (gen if isinstance(gen, int) else 0) < tomb
-
-    def dead_nodes(self) -> list[str]:
-        """Nodes (active or archived) that a forget, here or in another engine, doomed."""
-        if not self.tombstones:
-            return []
-        g = self.graph
-        out = [n for n, d in g.g.nodes(data=True) if self.dead(n, d.get("gen", 0))]
-        return out + [n for n, rec in g.archive.items() if self.dead(n, rec["node"].get("gen", 0))]
-
     def read_tombstones(self, *, if_changed: bool = False) -> bool:
         """Load the record of forgotten ids from Chroma (``if_changed``: only when it grew
         since the last read; one count round trip). Returns True when it was read."""
@@ -179,39 +134,6 @@ class MemoryState:
             self.vectors.forgotten.add(marks)
             self.tombstones.update(marks)
             self._tombstone_count = -1
-
-    def compiled(self) -> Compiled:
-        """The array view retrieval reads (rebuilt only after the graph changed)."""
-        return self.graph.compiled()
-
-    def episodes(self, *, include_archived: bool = True) -> list[dict[str, Any]]:
-        """Episodic nodes as ``{"id", "text", "speaker", "ts", "seq", "metadata", ...}``
-        dicts (copies), in ingestion order, archived ones included unless asked otherwise."""
-        rows = [{"id": n, **d} for n, d in self.graph.g.nodes(data=True) if d.get("kind") == "episode"]
-        if include_archived:
-            rows += [{"id": i, **rec["node"]} for i, rec in self.graph.archive.items()
-                     if rec["node"].get("kind") == "episode"]
-        rows.sort(key=lambda r: r.get("seq", 0))
-        return rows
-
-    def archived(self) -> list[dict[str, Any]]:
-        """The archived nodes: ``{"id", "kind", "text", ...}`` each."""
-        return [{"id": i, **rec["node"]} for i, rec in self.graph.archive.items()]
-
-
-    def stats(self) -> dict[str, int]:
-        """Counts of nodes by kind, edges by kind, archived nodes, pending turns, windows."""
-        g = self.graph.g
-        out = {"episodes": 0, "concepts": 0}
-        for _, d in g.nodes(data=True):
-            out[d["kind"] + "s"] += 1
-        edges: dict[str, int] = {}
-        for _, _, kind in g.edges(data="kind"):
-            edges[kind] = edges.get(kind, 0) + 1
-        return {**out, "edges": g.number_of_edges(),
-                **{f"edges_{k}": v for k, v in sorted(edges.items())},
-                "archived": len(self.graph.archive), "pending": len(self.pending),
-                "windows": self.windows}
 
     # ------------------------------------------------------------------------------------
     # episodes
