@@ -1,0 +1,103 @@
+"""SynapseConfig in sections: every field in one section, graph-time decided by section
+(GRAPH_FIELDS derived from the table), and a per-call config that changes a graph-time
+field refused, locally and over REST."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import pytest
+
+from synapse_integrations import SynapseConfig
+from synapse_integrations.config.sections import SECTIONS, setting
+from synapse_integrations.errors import ConfigError
+
+#: GRAPH_FIELDS as it was hand-kept before the sections: the reference, order included.
+GRAPH_FIELDS_BEFORE = (
+    "embedding_dim", "lexical_stemming", "speaker_in_document", "consolidation_interval",
+    "dedup_threshold", "ema_momentum",
+    "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
+    "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
+    "dormancy_windows", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",
+    "reconsolidation", "surprisal_gate", "surprisal_tau", "surprisal_window", "sleep_auto",
+    "sleep_episodes", "sleep_seconds", "sleep_archive_sources",
+)
+
+#: The ranking signals' sections (core/signals/*.py declare them): names and members fixed.
+SIGNAL_SECTIONS = {
+    "signals.salience": ("low_salience_weight",),
+    "signals.versions": ("superseded_weight", "version_recency"),
+    "signals.replies": ("reply_weight", "follow_up_weight", "answered_question_weight"),
+    "signals.focus": ("speaker_free_cosine", "named_speaker_weight", "first_person_weight",
+                      "date_weight"),
+}
+
+FIELDS = [f.name for f in dataclasses.fields(SynapseConfig)]
+
+
+def test_every_field_is_in_exactly_one_section() -> None:
+    sections = SynapseConfig.sections()
+    assert list(sections) == list(SECTIONS)  # every section of the table, in its order
+    placed = [name for names in sections.values() for name in names]
+    assert sorted(placed) == sorted(FIELDS) and len(placed) == len(set(placed)) == 79
+    for f in dataclasses.fields(SynapseConfig):
+        assert f.metadata["section"] in SECTIONS, f.name
+        assert SynapseConfig.section_of(f.name) == f.metadata["section"]
+        assert f.name in sections[SynapseConfig.section_of(f.name)]
+    assert all(sections.values()), "a section without fields"
+
+
+def test_graph_fields_are_the_graph_time_sections_and_what_they_were() -> None:
+    union = tuple(name for section, names in SynapseConfig.sections().items()
+                  if SynapseConfig.is_graph_time(section) for name in names)
+    assert SynapseConfig.GRAPH_FIELDS == union == GRAPH_FIELDS_BEFORE
+    graph_time = {s for s in SECTIONS if SynapseConfig.is_graph_time(s)}
+    assert graph_time == {"embeddings", "index", "graph", "lifecycle"}
+    assert {s for s, (when, _) in SECTIONS.items() if when == "graph"} == graph_time
+    assert set(SynapseConfig().query_time()) == set(FIELDS) - set(GRAPH_FIELDS_BEFORE)
+
+
+def test_the_signal_sections_keep_their_names_and_fields() -> None:
+    for section, names in SIGNAL_SECTIONS.items():
+        assert SynapseConfig.sections()[section] == names
+        assert not SynapseConfig.is_graph_time(section)
+    from synapse_integrations.core.signals import signals
+
+    declared = {s.section for s in signals() if s.section}
+    assert declared <= set(SECTIONS), declared
+
+
+def test_section_values() -> None:
+    cfg = SynapseConfig(reply_weight=0.5, dedup_threshold=0.8, model_params={"ppr": {"tol": 1e-4}})
+    assert cfg.section("signals.replies") == {"reply_weight": 0.5, "follow_up_weight": 0.64,
+                                              "answered_question_weight": 0.7}
+    assert cfg.section("embeddings") == {"embedding_dim": 384}
+    assert cfg.section("graph")["dedup_threshold"] == 0.8
+    assert cfg.section("models") == {"model": "synapse", "model_params": {"ppr": {"tol": 1e-4}}}
+    assert cfg.section("extra") == {"extra": {}}
+    merged = {}
+    for section in SynapseConfig.sections():
+        merged.update(cfg.section(section))
+    assert merged == {name: getattr(cfg, name) for name in FIELDS}
+    with pytest.raises(ConfigError, match="unknown config section 'signals'"):
+        cfg.section("signals")
+    with pytest.raises(ConfigError, match="unknown SynapseConfig field 'reply_wieght'"):
+        SynapseConfig.section_of("reply_wieght")
+    with pytest.raises(ConfigError, match="unknown config section"):
+        SynapseConfig.is_graph_time("nope")
+    with pytest.raises(ConfigError, match="unknown config section 'nope'"):
+        setting("nope", 1)
+
+
+def test_the_flat_api_is_unchanged() -> None:
+    cfg = SynapseConfig(reply_weight=0.5)
+    assert cfg.reply_weight == 0.5 and cfg.replace(top_k=3).top_k == 3
+    assert SynapseConfig.from_dict(cfg.to_dict()) == cfg
+    assert list(cfg.to_dict()) == FIELDS
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
+    assert SynapseConfig.ablation("no-fan").graph_signature() == SynapseConfig().graph_signature()
+    with pytest.raises(ConfigError, match="invalid SynapseConfig: reply_weight must be in"):
+        SynapseConfig(reply_weight=2.0)
+    with pytest.raises(ConfigError, match="unknown SynapseConfig field"):
+        SynapseConfig.from_dict({"nope": 1})
