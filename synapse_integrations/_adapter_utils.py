@@ -39,7 +39,8 @@ from typing import Any, Union
 
 from .core.text.documents import speaker_prefix
 from .errors import InvalidTypeError, MissingDependencyError
-from .pool import EnginePool, namespace_from_configurable, namespace_key
+from .namespace_keys import namespace_from_configurable, namespace_key
+from .pool import EnginePool
 from .types import (ForgetResult, LearnsFromFeedback, MemoryEngine, RetrievalResult, RetrievedItem,
                     ScoreComponents)
 

@@ -137,8 +137,8 @@ class RetrievedItem:
     speaker: str | None = None
     timestamp: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    # node ids from an anchor to this node along which activation reached it
-    # (just [id] for an anchor); empty when the graph was not used
+    # node ids from where the model started to this node along which activation reached
+    # it (just [id] for a node it started from); empty when the graph was not used
     path: tuple[str, ...] = ()
     # names of the concepts linked to this episode that the query activated, strongest
     # first: what led to it

@@ -262,33 +262,6 @@ def test_activation_keeps_the_contract(memory: Synapse, name: str, when: str) ->
 #: nodes; synapse starts an anchor at ``alpha * max(cos, 0)``, so an anchor with a cosine
 #: <= 0 (a BM25 anchor) is "first reached" by spreading. Strict: the mark must go once the
 #: model (or the documented contract) changes.
-ANCHOR_PARENT_DEVIATIONS = {
-    "evermind": "seeds are its init_k best episodes, not query.anchors",
-    "mnemos": "the seed is the closest episode, not query.anchors",
-    "synapse": "an anchor with cosine <= 0 starts at 0 and gets a parent from spreading",
-}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ANCHOR_PARENT_DEVIATIONS[n]))
-    if n in ANCHOR_PARENT_DEVIATIONS else n for n in MODELS])
-def test_anchors_have_no_parent(memory: Synapse, name: str) -> None:
-    """``Activation.parents``: "-1 for anchors and unreached nodes"."""
-    cfg = memory.config.replace(model=name)
-    embed = HashingEmbedder()
-    with memory.inspect_retrieval() as steps:
-        found = []
-        for question in QUESTIONS:
-            query = steps.query(question, embed.embed_query(question), cfg)
-            parents = steps.activate(query, cfg).parents
-            if parents is None:
-                continue
-            p = np.asarray(parents)
-            found += [(question, int(i), int(p[i]), round(float(query.sim[i]), 3))
-                      for i in query.anchors if p[i] != -1]
-    assert not found, f"{name}: anchors with a parent (question, anchor, parent, cosine): {found}"
-
-
 # --------------------------------------------------------------------------------------------
 # end to end
 # --------------------------------------------------------------------------------------------

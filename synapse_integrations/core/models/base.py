@@ -67,7 +67,11 @@ class Activation:
         activation: non-negative activation per node, shape ``(n,)``; it enters the
             hybrid score with ``weight_activation``.
         parents: for each node reached from another one, that node's index (``-1`` for
-            anchors and unreached nodes); ``None`` when the model keeps no paths.
+            the nodes the model started from and unreached nodes); ``None`` when the model
+            keeps no paths. A model may seed from other nodes than ``query.anchors``
+            (evermind: its best episode cosines; mnemos: the closest episode), and an
+            anchor it starts at zero (synapse: a BM25 anchor of cosine <= 0) can be
+            reached from another node; the parents never form a cycle.
         reached: indices ranked besides the anchors; ``None`` means the nodes with
             positive activation.
         score: a score of the model's own per node, shape ``(n,)``, used to rank instead
