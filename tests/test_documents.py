@@ -9,8 +9,12 @@ import dataclasses
 import pytest
 
 from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
-from synapse_integrations.core.text.documents import document, node_document, row_document
-from synapse_integrations.core.state.validation import stored_config
+from synapse_integrations.core.state.snapshot_checks import stored_config
+from synapse_integrations.core.text.documents import (
+    document,
+    node_document,
+    row_document,
+)
 
 TURNS = [
     ("Riley", "Was it hard coming back to the Portland rain?"),

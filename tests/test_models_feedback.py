@@ -221,7 +221,7 @@ def _graph(**node_attrs) -> MemoryGraph:
 def test_snapshot_validation_refuses_bad_learned_state():
     from synapse_integrations import SnapshotError
     from synapse_integrations.core.models.synaptic import MAX_SPIKES
-    from synapse_integrations.core.state.validation import validate_snapshot
+    from synapse_integrations.core.state.snapshot_checks import validate_snapshot
 
     manifest = {"namespace": "ns", "config": SynapseConfig().to_dict()}
     good = _graph(spikes=[[1.7e9, 0.5]], affect=[0.1, 0.2, 0.3])
