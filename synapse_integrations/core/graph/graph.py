@@ -22,8 +22,8 @@ id): weight}}``, persisted with the graph and handed to the models through the v
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
@@ -31,7 +31,8 @@ import numpy as np
 
 from ...errors import NodeNotFoundError, SnapshotError
 from ..kernels.scoring import pagerank_scores
-from .view import Compiled, column_major, edge_order, with_rows
+from .compiling import ViewDelta, attribute_reader, build_view, extend_view
+from .view import Compiled
 
 __all__ = ["EDGE_KINDS", "FACT_TYPE", "NOT_ENTITY_TYPES", "Compiled", "MemoryGraph", "temporal_weight"]
 
@@ -54,39 +55,6 @@ def temporal_weight(dt_seconds: float, *, rho: float, seconds_per_unit: float) -
     return math.exp(-rho * abs(dt_seconds) / seconds_per_unit)
 
 
-def _attribute_reader(nodes: Any, ids: list[str]) -> Callable[[str, Any], list[Any]]:
-    """``Compiled.node_attr`` for a view of the graph's ``nodes``: an attribute of every
-    node of ``ids``, in order. The nodes' attribute dicts are looked up once, at the first
-    attribute read, and kept (the graph's own dicts, so later reads see their current
-    values): a view reads about a dozen attributes, and a lookup through the node view costs
-    several times a read from the dict (the attribute reads of the first query on 10,000
-    turns: 0.30 -> 0.11 s under cProfile)."""
-    held: list[Mapping[str, Any]] = []
-
-    def read(name: str, default: Any) -> list[Any]:
-        if len(held) != len(ids):
-            held[:] = [nodes[n] for n in ids]
-        return [d.get(name, default) for d in held]
-    return read
-
-
-@dataclass
-class _Delta:
-    """What changed since the compiled view was built, while every change was one the view
-    can take in place of a rebuild: nodes taken out (archived or forgotten), nodes added
-    (in order), edges added, edge weights changed, edges removed, vectors of existing
-    nodes changed. Anything else (a node restored, re-added while the view holds it or after
-    it left the view, a node attribute the view caches) drops the view instead
-    (:meth:`MemoryGraph.invalidate`)."""
-
-    dropped: set[str] = field(default_factory=set)
-    nodes: list[str] = field(default_factory=list)
-    edges: list[tuple[str, str]] = field(default_factory=list)
-    reweighted: set[tuple[str, str]] = field(default_factory=set)
-    removed: set[tuple[str, str]] = field(default_factory=set)
-    vectors: set[str] = field(default_factory=set)
-
-
 @dataclass
 class _Rows:
     """Vectors of some nodes as matrix rows (``mat`` has spare rows at the end)."""
@@ -102,10 +70,11 @@ class MemoryGraph:
 
     The compiled view is kept up to date incrementally: a write that only adds turns,
     concepts and edges, strengthens or prunes edges, moves a concept's vector or takes
-    nodes out (the lifecycle's archive, forgetting) is recorded as a :class:`_Delta`, and
-    the next :meth:`compiled` shrinks and extends the previous view's arrays (and the node
-    attributes it had read) instead of reading the whole NetworkX graph again; so the first
-    query after a write costs about what a warm one does.
+    nodes out (the lifecycle's archive, forgetting) is recorded as a
+    :class:`~.compiling.ViewDelta`, and the next :meth:`compiled` shrinks and extends the
+    previous view's arrays (and the node attributes it had read) instead of reading the
+    whole NetworkX graph again; so the first query after a write costs about what a warm
+    one does.
     """
 
     def __init__(self, dim: int) -> None:
@@ -120,7 +89,7 @@ class MemoryGraph:
         self.learned: dict[str, dict[tuple[str, str], float]] = {}
         self._seq = 0
         self._compiled: Compiled | None = None
-        self._delta: _Delta | None = None  # changes the compiled view has not taken yet
+        self._delta: ViewDelta | None = None  # changes the compiled view has not taken yet
         # ids that left the view since it was last built: other nodes' values may name
         # them (an echo's source, -1 once it left), so one written again rebuilds the view
         self._left: set[str] = set()
@@ -232,12 +201,12 @@ class MemoryGraph:
         self._compiled = None
         self._delta = None
 
-    def _pending(self) -> _Delta | None:
+    def _pending(self) -> ViewDelta | None:
         """The delta to record an appendable change in (None: no view to keep up to date)."""
         if self._compiled is None:
             return None
         if self._delta is None:
-            self._delta = _Delta()
+            self._delta = ViewDelta()
         return self._delta
 
     def _leave_view(self, ids: Iterable[str]) -> None:
@@ -440,91 +409,20 @@ class MemoryGraph:
     # -- derived state --------------------------------------------------------------------
     def compiled(self) -> Compiled:
         """Arrays for retrieval: extended with the changes since it was built
-        (:class:`_Delta`), rebuilt from the graph only after other changes."""
+        (:class:`~.compiling.ViewDelta`, :func:`~.compiling.extend_view`), rebuilt from the
+        graph (:func:`~.compiling.build_view`) only after other changes."""
         if self._compiled is not None and self._delta is not None:
             old, delta = self._compiled, self._delta
             self.invalidate()  # while the old view's vectors move: rebuilt if this fails
             if delta.dropped:
                 nodes = self.g.nodes
                 old = old.without([old.index[i] for i in delta.dropped],
-                                  lambda ids: _attribute_reader(nodes, ids))
-            self._compiled = self._extend(old, delta)
+                                  lambda ids: attribute_reader(nodes, ids))
+            self._compiled = extend_view(old, delta, self.g, self.vectors, learned=self.learned)
         if self._compiled is None:
             self._left.clear()
-            ids = list(self.g.nodes)
-            index = {n: k for k, n in enumerate(ids)}
-            emb = column_major([self.vectors[n] for n in ids] if ids
-                               else np.zeros((0, self.dim), dtype=np.float32))
-            m = self.g.number_of_edges()
-            src = np.empty(m, dtype=np.int64)
-            dst = np.empty(m, dtype=np.int64)
-            w = np.empty(m, dtype=np.float64)
-            for k, (u, v, d) in enumerate(self.g.edges(data="weight")):
-                src[k], dst[k], w[k] = index[u], index[v], d
-            order = edge_order(src, dst, len(ids))  # the view's edges are in (src, dst) order
-            src, dst, w = src[order], dst[order], w[order]
-            kinds = nx.get_node_attributes(self.g, "kind")
-            is_ep = np.fromiter((kinds[n] == "episode" for n in ids), dtype=bool, count=len(ids))
-            nodes = self.g.nodes
-            self._compiled = Compiled(
-                ids, index, emb, src, dst, w, is_ep,
-                node_attr=_attribute_reader(nodes, ids), learned=self.learned)
+            self._compiled = build_view(self.g, self.vectors, dim=self.dim, learned=self.learned)
         return self._compiled
-
-    def _extend(self, old: Compiled, delta: _Delta) -> Compiled:
-        """A new view: ``old`` with the delta's nodes appended (graph order), its vectors
-        replaced, edge weights changed, pruned edges dropped and new edges merged in; the
-        node attributes ``old`` had read carried over. Equal to a rebuild, the edge arrays
-        in (src, dst) order as there."""
-        g, nodes = self.g, self.g.nodes
-        new = list(dict.fromkeys(n for n in delta.nodes if n in g))
-        ids = old.ids + new
-        # the old ids keep their positions, so the index grows in place: the one object,
-        # for caches keyed on it (BM25's slot table) that only look up the ids added; the
-        # view this one extends is replaced by it and not used again
-        index = old.index
-        index.update((n, old.n + k) for k, n in enumerate(new))
-        emb = with_rows(old.embeddings, [self.vectors[n] for n in new])
-        for n in delta.vectors:
-            if n in old.index:
-                emb[old.index[n]] = self.vectors[n]
-        weight = old.weight.copy()
-        keep = np.ones(old.src.size, dtype=bool)
-        size = len(ids)
-        key = old.src * size + old.dst  # ascending: a view's edges are in (src, dst) order
-        if delta.reweighted or delta.removed:
-            def found(pairs: list[tuple[str, str]]) -> np.ndarray:
-                """Their positions in the old view's edge arrays (-1: none; the nodes added
-                since have positions past it)."""
-                return old.edge_positions(np.array([index.get(u, -1) for u, _ in pairs], np.int64),
-                                          np.array([index.get(v, -1) for _, v in pairs], np.int64))
-
-            gone = found(list(delta.removed))
-            keep[gone[gone >= 0]] = False
-            changed = [e for e in delta.reweighted if g.has_edge(*e)]
-            at = found(changed)
-            ok = at >= 0
-            ok[ok] = keep[at[ok]]  # not one removed as well
-            weight[at[ok]] = [g.edges[e]["weight"] for e, k in zip(changed, ok) if k]
-        added = [(u, v) for u, v in dict.fromkeys(delta.edges) if g.has_edge(u, v)]
-        a_src = np.array([index[u] for u, _ in added], np.int64)
-        a_dst = np.array([index[v] for _, v in added], np.int64)
-        a_w = np.array([g.edges[e]["weight"] for e in added], np.float64)
-        order = edge_order(a_src, a_dst, size)  # the new edges merged in, keeping the order
-        at = np.searchsorted(key[keep], a_src[order] * size + a_dst[order])
-        src = np.insert(old.src[keep], at, a_src[order])
-        dst = np.insert(old.dst[keep], at, a_dst[order])
-        w = np.insert(weight[keep], at, a_w[order])
-        is_ep = np.concatenate([old.is_episode, np.array(
-            [nodes[n].get("kind") == "episode" for n in new], dtype=bool)])
-        view = Compiled(ids, index, emb, src, dst, w, is_ep,
-                        node_attr=_attribute_reader(nodes, ids), learned=self.learned)
-        cached = old.cached_attributes()
-        for name, default, values in cached:  # grown in place: the old view is not used again
-            values.extend(nodes[n].get(name, default) for n in new)
-        view.carry_attributes(cached)
-        view.carry_derived(old.growing())
-        return view
 
     def refresh_pagerank(self, *, damping: float) -> None:
         """Recompute the cached, max-normalised PageRank (done at consolidation)."""
