@@ -32,15 +32,10 @@ Two extractors are provided:
 
 from __future__ import annotations
 
-from .llm import (
-    ExtractedEdge,
-    ExtractedNode,
-    ExtractionSchema,
-    ExtractorStats,
-    LLMExtractor,
-)
+from .llm import ExtractorStats, LLMExtractor
 from .offline import OfflineExtractor
 from .protocol import BaseExtractor, Extractor, takes_names
+from .schema import ExtractedEdge, ExtractedNode, ExtractionSchema
 from .stats import window_stats
 
 __all__ = [

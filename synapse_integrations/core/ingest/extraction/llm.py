@@ -1,29 +1,19 @@
 """The LLM extractor: schema-guided extraction with any LangChain chat model.
 
-:class:`LLMExtractor`, the schema it asks for (:class:`ExtractionSchema`,
-:class:`ExtractedNode`, :class:`ExtractedEdge`), its counters (:class:`ExtractorStats`),
-the prompt and the parsing of replies. ``langchain_core`` is imported only when an
+:class:`LLMExtractor`, its counters (:class:`ExtractorStats`), the prompt and the
+dialogue with the model (a retry, the fallback); the schema it asks for and what a reply
+becomes are in :mod:`.schema`. ``langchain_core`` is imported only when an
 :class:`LLMExtractor` is built, never at import time.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
 
 from ....errors import (
     ConfigError,
@@ -31,128 +21,19 @@ from ....errors import (
     InvalidTypeError,
     MissingDependencyError,
 )
-from ....types import Concept, Extraction, Relation, Turn
+from ....types import Extraction, Turn
 from ...text.llm_reply import parse_json, reply_text
 from .offline import OfflineExtractor
 from .protocol import BaseExtractor, Extractor, check_turns, is_int, takes_names
+from .schema import ExtractionSchema, short_error, to_extraction, validate_reply
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["ExtractedEdge", "ExtractedNode", "ExtractionSchema", "ExtractorStats", "LLMExtractor"]
+__all__ = ["ExtractorStats", "LLMExtractor"]
 
 # the package's logger name, as before the split into modules
 logger = logging.getLogger(__package__)
-
-
-def _clamp01(value: float) -> float:
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number between 0 and 1")
-    return min(1.0, max(0.0, value))
-
-
-class ExtractedNode(BaseModel):
-    """One node of the extraction schema (appendix A.2, task 1)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    name: str = Field(description="short canonical name, reused when the same thing comes up again")
-    type: str = Field(
-        default="Concept",
-        description="Person, Identity, Preference, Event, Technical, Place, Object or Concept",
-    )
-    confidence: float = Field(default=1.0, description="how sure the fact is, 0 to 1")
-    attributes: dict[str, Any] = Field(
-        default_factory=dict, description="optional short details (date, place, detail)"
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _lenient_keys(cls, data: Any) -> Any:
-        """Accept ``attr``/``attrs`` and loose extra keys (``time``...) as attributes."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        given = data.get("attributes")
-        attributes = dict(given) if isinstance(given, dict) else {}
-        if isinstance(given, str) and given.strip():
-            attributes["detail"] = given
-        for key in ("attr", "attrs"):
-            if key in data:
-                value = data.pop(key)
-                if isinstance(value, dict):
-                    attributes.update(value)
-                elif value not in (None, ""):
-                    attributes["detail"] = value
-        for key in list(data):
-            if key not in ("name", "type", "confidence", "attributes"):
-                attributes[key] = data.pop(key)
-        data["attributes"] = attributes
-        return data
-
-    @field_validator("name", "type")
-    @classmethod
-    def _strip(cls, value: str) -> str:
-        return " ".join(value.split())
-
-    @field_validator("confidence")
-    @classmethod
-    def _clamp(cls, value: float) -> float:
-        return _clamp01(value)
-
-
-class ExtractedEdge(BaseModel):
-    """One edge of the extraction schema (appendix A.2, task 2)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    src: str = Field(description="name of a node in the nodes list")
-    rel: str = Field(description="short relation label in UPPER_SNAKE_CASE, e.g. HAS_INTEREST")
-    tgt: str = Field(description="name of a node in the nodes list")
-    weight: float = Field(default=1.0, description="strength of the link, 0 to 1")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _lenient_keys(cls, data: Any) -> Any:
-        """Accept the short key ``w`` for ``weight``."""
-        if isinstance(data, dict) and "weight" not in data and "w" in data:
-            data = {**data, "weight": data["w"]}
-        return data
-
-    @field_validator("src", "rel", "tgt")
-    @classmethod
-    def _strip(cls, value: str) -> str:
-        return " ".join(value.split())
-
-    @field_validator("weight")
-    @classmethod
-    def _clamp(cls, value: float) -> float:
-        return _clamp01(value)
-
-
-class ExtractionSchema(BaseModel):
-    """What the LLM extractor asks the model for: nodes and the edges between them."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    nodes: list[ExtractedNode] = Field(default_factory=list)
-    edges: list[ExtractedEdge] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _lenient_shape(cls, data: Any) -> Any:
-        """Accept a bare list of nodes, and ``concepts``/``relations`` as key names."""
-        if isinstance(data, list):
-            return {"nodes": data}
-        if isinstance(data, dict):
-            data = dict(data)
-            if "nodes" not in data and "concepts" in data:
-                data["nodes"] = data.pop("concepts")
-            if "edges" not in data and "relations" in data:
-                data["edges"] = data.pop("relations")
-            if "nodes" not in data:
-                raise ValueError('the JSON object needs a "nodes" list')
-        return data
 
 
 @dataclass
@@ -208,57 +89,6 @@ def _require_langchain() -> Any:
     return messages
 
 
-def _mentions(name: str, turns: Sequence[Turn]) -> tuple[str, ...]:
-    """Ids of the turns that mention ``name`` (case-insensitive, whole words) or that
-    ``name`` spoke."""
-    pattern = re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)", re.IGNORECASE)
-    low = name.lower()
-    return tuple(
-        t.id
-        for t in turns
-        if pattern.search(t.text) or (t.speaker is not None and t.speaker.strip().lower() == low)
-    )
-
-
-def _to_extraction(
-    payload: ExtractionSchema, turns: Sequence[Turn], max_concepts: int | None
-) -> Extraction:
-    """Validated schema -> Extraction: empty names dropped, duplicates merged, edges checked."""
-    concepts: list[Concept] = []
-    canonical: dict[str, str] = {}
-    for node in payload.nodes:
-        key = node.name.lower()
-        if not node.name or key in canonical:
-            continue
-        if max_concepts is not None and len(concepts) >= max_concepts:
-            break
-        canonical[key] = node.name
-        concepts.append(
-            Concept(
-                name=node.name,
-                type=node.type or "Concept",
-                confidence=node.confidence,
-                attributes=dict(node.attributes),
-                source_ids=_mentions(node.name, turns),
-            )
-        )
-    relations: list[Relation] = []
-    seen: set[tuple[str, str, str]] = set()
-    dropped = 0
-    for edge in payload.edges:
-        src, tgt = canonical.get(edge.src.lower()), canonical.get(edge.tgt.lower())
-        if src is None or tgt is None or not edge.rel or src == tgt:
-            dropped += 1
-            continue
-        if (src, edge.rel, tgt) in seen:
-            continue
-        seen.add((src, edge.rel, tgt))
-        relations.append(Relation(src, edge.rel, tgt, weight=edge.weight))
-    if dropped:
-        logger.debug("dropped %d edge(s) that do not join two extracted nodes", dropped)
-    return Extraction(concepts=tuple(concepts), relations=tuple(relations))
-
-
 @dataclass(frozen=True)
 class _Failed:
     """Marker returned by the dialogue when the fallback extractor must answer."""
@@ -271,7 +101,7 @@ class LLMExtractor(BaseExtractor):
     """Schema-guided extraction with any LangChain chat model (SYNAPSE appendix A.2).
 
     The model is asked for ``{"nodes": [...], "edges": [...]}`` (see
-    :class:`ExtractionSchema`). When the model supports ``with_structured_output`` it
+    :class:`~.schema.ExtractionSchema`). When the model supports ``with_structured_output`` it
     is used (``include_raw=True``, so token usage is still counted); when that raises
     ``NotImplementedError`` (as langchain-core's fake chat models do) the extractor
     sends the same prompt and parses JSON from the reply text (code fences and prose
@@ -449,7 +279,7 @@ class LLMExtractor(BaseExtractor):
             raw, payload, problem = self._read(response)
             self._count_tokens(raw)
             if payload is not None:
-                return _to_extraction(payload, window, self.max_concepts)
+                return to_extraction(payload, window, self.max_concepts)
             logger.info("malformed extraction reply (attempt %d): %s", attempt + 1, problem)
             retry = (
                 f"Your answer could not be used: {problem}. Answer again with only the JSON "
@@ -469,18 +299,18 @@ class LLMExtractor(BaseExtractor):
             if isinstance(parsed, ExtractionSchema):
                 return raw, parsed, ""
             if parsed is not None:
-                return (raw, *_validate(parsed))
+                return (raw, *validate_reply(parsed))
             if error is not None:
-                return raw, None, _short_error(error)
+                return raw, None, short_error(error)
             text = reply_text(raw) if raw is not None else ""
             if text.strip():  # some models answer in text despite the tool
                 try:
-                    return (raw, *_validate(parse_json(text)))
+                    return (raw, *validate_reply(parse_json(text)))
                 except ValueError as exc:
                     return raw, None, str(exc)
             return raw, None, "no structured answer was returned"
         try:
-            return (response, *_validate(parse_json(reply_text(response))))
+            return (response, *validate_reply(parse_json(reply_text(response))))
         except ValueError as exc:
             return response, None, str(exc)
 
@@ -491,24 +321,6 @@ class LLMExtractor(BaseExtractor):
         with self._lock:
             self._stats.input_tokens += int(usage.get("input_tokens", 0) or 0)
             self._stats.output_tokens += int(usage.get("output_tokens", 0) or 0)
-
-
-def _validate(value: Any) -> tuple[ExtractionSchema | None, str]:
-    try:
-        return ExtractionSchema.model_validate(value), ""
-    except ValidationError as exc:
-        return None, _short_error(exc)
-
-
-def _short_error(error: BaseException) -> str:
-    if isinstance(error, ValidationError):
-        parts = []
-        for item in error.errors()[:5]:
-            where = ".".join(str(p) for p in item.get("loc", ())) or "reply"
-            parts.append(f"{where}: {item.get('msg', 'invalid')}")
-        return "; ".join(parts)
-    text = str(error).strip().replace("\n", " ")
-    return text[:300] or type(error).__name__
 
 
 _KNOWN_NAMES_SHOWN = 30  # at most this many known names are listed for one window
