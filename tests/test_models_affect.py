@@ -10,7 +10,7 @@ import math
 import pytest
 
 from synapse_integrations import InvalidInputError, InvalidTypeError, Synapse, SynapseConfig
-from synapse_integrations.core.models.mnemos import (
+from synapse_integrations.core.models.affect import (
     PIECE_WORDS,
     LexiconAffectTagger,
     LLMAffectTagger,

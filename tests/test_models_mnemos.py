@@ -12,16 +12,18 @@ from synapse_integrations.config import SynapseConfig
 from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.core.models import get_model
 from synapse_integrations.core.models._neighbors import top_k_neighbors
-from synapse_integrations.core.models.base import Query
-from synapse_integrations.core.models.mnemos import (
+from synapse_integrations.core.models.affect import (
     LexiconAffectTagger,
     LLMAffectTagger,
-    MnemosModel,
     affective_score,
+    state_distance,
+)
+from synapse_integrations.core.models.base import Query
+from synapse_integrations.core.models.mnemos import (
+    MnemosModel,
     bfs_energy,
     bfs_energy_reference,
     cosine_graph,
-    state_distance,
 )
 from synapse_integrations.errors import ConfigError, InvalidInputError, InvalidTypeError
 

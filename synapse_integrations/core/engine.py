@@ -70,7 +70,7 @@ from .lifecycle import consistency, forgetting
 from .lifecycle import feedback as usage
 from .lifecycle.detectors import Lifecycle
 from .lifecycle.sleep import SleepReport
-from .models.mnemos import AffectTagger, as_tagger
+from .models.affect import AffectTagger, as_tagger
 from .retrieval.pipeline import Retriever
 from .retrieval.scope import DEFAULT_KINDS, scope_of
 from .state.events import EventBus

@@ -41,7 +41,7 @@ from ..lifecycle import sleep
 from ..lifecycle.detectors import Lifecycle
 from ..lifecycle.reconsolidation import reconsolidate
 from ..lifecycle.surprisal import score_rows
-from ..models.mnemos import AffectTagger, affect_tag
+from ..models.affect import AffectTagger, affect_tag
 from ..signals import WriteContext, signals
 from ..state.state import MemoryState
 from ..state.validation import MAX_BATCH_TURNS, validate_turns
