@@ -34,7 +34,8 @@ from .errors import (
     UnknownNamespaceError,
 )
 from .firewall import FirewallConfig
-from .pool import EnginePool, namespace_key
+from .namespace_keys import namespace_key
+from .pool import EnginePool
 from .types import (
     Concept,
     ConsistencyReport,

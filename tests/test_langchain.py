@@ -23,7 +23,6 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa
 
 from synapse_integrations import Synapse  # noqa: E402
 from synapse_integrations._adapter_utils import EnginePool  # noqa: E402
-from synapse_integrations.pool import namespace_key  # noqa: E402
 from synapse_integrations.langchain import (  # noqa: E402
     SynapseChatMessageHistory,
     SynapseMemory,
@@ -32,6 +31,7 @@ from synapse_integrations.langchain import (  # noqa: E402
     create_synapse_tools,
     format_documents,
 )
+from synapse_integrations.namespace_keys import namespace_key  # noqa: E402
 
 pytestmark = [pytest.mark.model, pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore:.*deprecated.*")]

@@ -31,7 +31,6 @@ from langgraph.store.base import BaseStore  # noqa: E402
 from typing_extensions import Annotated  # noqa: E402
 
 from synapse_integrations import Synapse  # noqa: E402
-from synapse_integrations.pool import namespace_key  # noqa: E402
 from synapse_integrations._adapter_utils import EnginePool, format_memories, list_episodes  # noqa: E402
 from synapse_integrations.errors import InvalidInputError  # noqa: E402
 from synapse_integrations.langgraph import (  # noqa: E402
@@ -40,6 +39,7 @@ from synapse_integrations.langgraph import (  # noqa: E402
     SynapseMemoryState,
     SynapseStore,
 )
+from synapse_integrations.namespace_keys import namespace_key  # noqa: E402
 
 #: the memory the nodes use for user u1 (a typed key: see synapse_integrations.pool)
 USER_U1 = namespace_key("agent", "user_id", "u1")

@@ -33,7 +33,7 @@ from langgraph.store.base import (  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from synapse_integrations.langgraph import SynapseStore  # noqa: E402
-from synapse_integrations.pool import namespace_key  # noqa: E402
+from synapse_integrations.namespace_keys import namespace_key  # noqa: E402
 
 pytestmark = [pytest.mark.model]
 

@@ -36,8 +36,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import ToolNode  # noqa: E402
 
 from synapse_integrations._adapter_utils import EnginePool  # noqa: E402
-from synapse_integrations.pool import namespace_key  # noqa: E402
 from synapse_integrations.langgraph import SynapseMemoryNodes, SynapseMemoryState  # noqa: E402
+from synapse_integrations.namespace_keys import namespace_key  # noqa: E402
 
 pytestmark = [pytest.mark.model, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 

@@ -27,11 +27,11 @@ from synapse_integrations.errors import (  # noqa: E402
 from synapse_integrations.firewall import FirewallConfig  # noqa: E402
 from synapse_integrations.langchain import SynapseChatMessageHistory  # noqa: E402
 from synapse_integrations.langgraph import SynapseStore  # noqa: E402
-from synapse_integrations.pool import (  # noqa: E402
-    EnginePool,
+from synapse_integrations.namespace_keys import (  # noqa: E402
     namespace_from_configurable,
     namespace_key,
 )
+from synapse_integrations.pool import EnginePool  # noqa: E402
 
 from _safety_helpers import HashEmbedder  # noqa: E402
 

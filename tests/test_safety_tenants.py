@@ -28,7 +28,7 @@ import pytest
 
 from synapse_integrations import EnginePool, Synapse
 from synapse_integrations.errors import InvalidInputError
-from synapse_integrations.pool import namespace_key
+from synapse_integrations.namespace_keys import namespace_key
 
 from _safety_helpers import HashEmbedder
 

@@ -12,7 +12,8 @@ middleware and agent tools. Needs ``pip install 'synapse-integrations[langchain]
 from __future__ import annotations
 
 from .._adapter_utils import require
-from ..pool import EnginePool, namespace_key
+from ..namespace_keys import namespace_key
+from ..pool import EnginePool
 
 require("langchain_core", "langchain")
 

@@ -11,7 +11,8 @@ Needs ``pip install 'synapse-integrations[langgraph]'``.
 from __future__ import annotations
 
 from .._adapter_utils import require
-from ..pool import EnginePool, namespace_key
+from ..namespace_keys import namespace_key
+from ..pool import EnginePool
 
 require("langgraph", "langgraph")
 

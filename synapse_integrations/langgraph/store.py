@@ -24,7 +24,7 @@ from typing import Any
 
 from .._adapter_utils import EnginePool, list_episodes, namespace_key, require
 from ..gate_judge import LLMGateJudge
-from ..pool import escape_value, parse_namespace_key, unescape_value
+from ..namespace_keys import escape_value, parse_namespace_key, unescape_value
 
 require("langgraph", "langgraph")
 

@@ -10,7 +10,8 @@ Needs ``pip install 'synapse-integrations[llamaindex]'``.
 from __future__ import annotations
 
 from .._adapter_utils import require
-from ..pool import EnginePool, namespace_key
+from ..namespace_keys import namespace_key
+from ..pool import EnginePool
 
 require("llama_index.core", "llamaindex")
 

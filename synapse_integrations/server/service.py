@@ -47,7 +47,8 @@ from ..errors import (
     SynapseError,
     UnknownNamespaceError,
 )
-from ..pool import EnginePool, typed_key
+from ..namespace_keys import typed_key
+from ..pool import EnginePool
 from ..storage.lock import DirectoryLock
 from ..types import RetrievalResult
 from . import wire
