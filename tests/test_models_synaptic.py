@@ -13,6 +13,10 @@ from synapse_integrations.config import SynapseConfig
 from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.core.models import get_model
 from synapse_integrations.core.models.base import Query
+from synapse_integrations.core.models.stimulus import (
+    propagate_stimulus,
+    propagate_stimulus_reference,
+)
 from synapse_integrations.core.models.synaptic import (
     SynapticModel,
     binding_score,
@@ -21,8 +25,6 @@ from synapse_integrations.core.models.synaptic import (
     lif_peak,
     lif_run,
     lif_run_reference,
-    propagate_stimulus,
-    propagate_stimulus_reference,
     spike_trains,
     tau_after,
     tau_increment,
