@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
+import httpx
 import pytest
 
-from synapse_integrations import SynapseConfig
+from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
 from synapse_integrations.config.sections import SECTIONS, setting
-from synapse_integrations.errors import ConfigError
+from synapse_integrations.errors import ConfigError, InvalidInputError, InvalidTypeError
 
 #: GRAPH_FIELDS as it was hand-kept before the sections: the reference, order included.
 GRAPH_FIELDS_BEFORE = (
@@ -101,3 +102,85 @@ def test_the_flat_api_is_unchanged() -> None:
         SynapseConfig(reply_weight=2.0)
     with pytest.raises(ConfigError, match="unknown SynapseConfig field"):
         SynapseConfig.from_dict({"nope": 1})
+
+
+TURNS = [
+    {"text": "Sam went skiing in Whistler with Dana.", "speaker": "Sam", "id": "t1"},
+    {"text": "Dana studies architecture in Lisbon.", "speaker": "Dana", "id": "t2"},
+    {"text": "I adopted a beagle called Biscuit.", "speaker": "Sam", "id": "t3"},
+]
+
+
+def test_query_override_names_the_graph_time_fields_it_changes() -> None:
+    mine = SynapseConfig()
+    assert mine.query_override(None) is mine
+    other = mine.replace(gate_tau=0.3, reply_weight=0.0, model="ppr")
+    assert mine.query_override(other) is other
+    with pytest.raises(ConfigError) as err:
+        mine.query_override(SynapseConfig.paper())  # abstraction_scope and sleep_auto differ
+    message = str(err.value)
+    assert "abstraction_scope (graph) 'mentions' -> 'window'" in message
+    assert "sleep_auto (lifecycle) True -> False" in message
+    assert "set when the memory is opened" in message and "query_time()" in message
+    assert "weight_activation" not in message  # query-time changes are not named
+    # the paper's query-time settings on this config pass
+    taken = mine.query_override(mine.replace(**SynapseConfig.paper().query_time()))
+    assert taken.gate_signal == "activation" and taken.abstraction_scope == "mentions"
+    with pytest.raises(InvalidTypeError, match="config must be a SynapseConfig"):
+        mine.query_override({"gate_tau": 0.3})
+
+
+def test_a_per_call_config_may_not_change_a_graph_time_field() -> None:
+    with Synapse(embedder=HashingEmbedder(), config=SynapseConfig(consolidation_interval=0)) as mem:
+        mem.add_turns(TURNS)
+        asked = mem.retrieve("Where did Sam go skiing?", k=3)
+        # query-time changes apply to this call only
+        same = mem.retrieve("Where did Sam go skiing?", k=3, config=mem.config.replace(gate_tau=0.0))
+        assert [it.id for it in same.items] == [it.id for it in asked.items]
+        assert same.gate_tau == 0.0 and mem.config.gate_tau == 0.25
+        for change in ({"dedup_threshold": 0.5}, {"lexical_stemming": False},
+                       {"embedding_dim": 8}, {"sleep_auto": False}, {"pagerank_damping": 0.5}):
+            (name, value), = change.items()
+            section = SynapseConfig.section_of(name)
+            with pytest.raises(ConfigError, match=rf"{name} \({section}\) .* -> {value!r}.*"
+                                                  "set when the memory is opened"):
+                mem.retrieve("Where did Sam go skiing?", config=mem.config.replace(**change))
+        # a fresh config differs from this memory's (consolidation_interval=0) in a graph field
+        with pytest.raises(ConfigError, match=r"consolidation_interval \(graph\) 0 -> 5"):
+            mem.retrieve("Where did Sam go skiing?", config=SynapseConfig(gate_tau=0.1))
+        q = mem._embedder.embed_query("Where did Sam go skiing?")
+        with pytest.raises(ConfigError, match="dedup_threshold"):
+            mem.retrieve_by_vector("Where did Sam go skiing?", q,
+                                   config=mem.config.replace(dedup_threshold=0.5))
+        with pytest.raises(ConfigError, match="dedup_threshold"):
+            mem.feedback("Where did Sam go skiing?", ["t1"],
+                         config=mem.config.replace(dedup_threshold=0.5))
+        assert mem.retrieve("Where did Sam go skiing?", k=3).items == asked.items  # nothing changed
+
+
+def test_rest_refuses_a_graph_time_field_per_call(tmp_path) -> None:
+    from _server_helpers import rest_server
+
+    from synapse_integrations.server.client import RemoteMemory
+
+    with rest_server(tmp_path / "mem", embedder=HashingEmbedder()) as srv:
+        remote = RemoteMemory(srv.url, "sections")
+        try:
+            remote.add_turns(TURNS)
+            ok = remote.retrieve("Where did Sam go skiing?", k=3,
+                                 config=remote.config.replace(gate_tau=0.0))
+            assert ok.gate_tau == 0.0
+            # the client refuses before sending, as a local memory does
+            with pytest.raises(ConfigError, match=r"dedup_threshold \(graph\) 0.92 -> 0.5"):
+                remote.retrieve("Where did Sam go skiing?",
+                                config=remote.config.replace(dedup_threshold=0.5))
+            # the raw API: a 400 naming the field and when it is set
+            r = httpx.post(f"{srv.url}/v1/namespaces/sections/retrieve",
+                           json={"query": "x", "config": {"dedup_threshold": 0.5}})
+            assert r.status_code == 400
+            error = r.json()["error"]
+            assert error["type"] == InvalidInputError.__name__
+            assert "'dedup_threshold' is set when the memory is opened" in error["message"]
+            assert "section 'graph' is graph-time" in error["message"]
+        finally:
+            remote.close()

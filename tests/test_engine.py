@@ -293,9 +293,11 @@ def test_retrieve_returns_components_and_gate(memory):
     placed = max(res.items, key=lambda it: it.score - it.components.reply)
     assert res.confidence == pytest.approx(placed.components.similarity)
     assert res.rejected == (res.confidence < res.gate_tau)
+    # the paper's query-time settings on this memory (its graph-time ones, abstraction_scope
+    # and sleep_auto, are set when a memory is opened: a per-call change is refused)
     paper = memory.retrieve_by_vector("How was the snow at Whistler?",
                                       memory._embedder.embed_query("How was the snow at Whistler?"),
-                                      k=5, config=SynapseConfig.paper())
+                                      k=5, config=memory.config.replace(**SynapseConfig.paper().query_time()))
     assert paper.confidence == pytest.approx(paper.items[0].components.activation)
     assert paper.gate_tau == SynapseConfig.paper().gate_tau
     assert [it.score for it in res.items] == sorted((it.score for it in res.items), reverse=True)

@@ -420,14 +420,16 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
                            ) -> RetrievalResult:
         """:meth:`retrieve` with the query embedding already computed (used by benchmarks).
 
-        ``config`` overrides the memory's own *retrieval* settings for this call only
-        (anchors, model, dynamics, scoring, gate, mechanism switches); the graph itself was
-        built with :attr:`config`, so graph-construction fields of the override are
-        ignored. This lets the retrieval-only ablations share one ingested memory.
+        ``config`` overrides the memory's own *query-time* settings for this call only
+        (anchors, model, dynamics, scoring, gate, ranking signals, mechanism switches); the
+        graph itself was built with :attr:`config`, so a change to a graph-time field is a
+        :class:`~synapse_integrations.errors.ConfigError` naming it
+        (:meth:`SynapseConfig.query_override`). This lets the retrieval-only ablations
+        share one ingested memory.
         """
         if config is not None and not isinstance(config, SynapseConfig):
             raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
-        cfg = config or self.config
+        cfg = self.config.query_override(config)  # a graph-time change: ConfigError
         k = cfg.top_k if k is None else k
         kinds, flt = _scope or scope_of(kinds, speakers, since, until, where)
         with self._working():
@@ -446,4 +448,5 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
         edge weights on the model's graph: :mod:`.feedback`). Durable with the next snapshot."""
         asked = usage.prepare(query, used_ids, unused_ids, alpha, config, self._embedder)
         with self._working():
-            return usage.learn(self._open_state(), self._retriever, *asked, config or self.config)
+            return usage.learn(self._open_state(), self._retriever, *asked,
+                               self.config.query_override(config))

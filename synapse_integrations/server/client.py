@@ -144,6 +144,7 @@ class RemoteMemory(ServerConnection):
             if not isinstance(config, SynapseConfig):
                 raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
             mine = self.config
+            mine.query_override(config)  # a graph-time change: ConfigError, as in Synapse
             body["config"] = {f: v for f, v in config.to_dict().items()
                               if f not in SynapseConfig.GRAPH_FIELDS and f != "extra"
                               and v != getattr(mine, f)}

@@ -125,9 +125,11 @@ def retrieval_config(base: SynapseConfig, overrides: Any) -> SynapseConfig:
     for key, value in overrides.items():
         f = _RETRIEVAL_FIELDS.get(key)
         if f is None:
+            why = (f"is set when the memory is opened (section {SynapseConfig.section_of(key)!r} "
+                   f"is graph-time)" if key in SynapseConfig.GRAPH_FIELDS else
+                   "is not a retrieval setting that a call may override")
             raise InvalidInputError(
-                f"config: {key!r} is not a retrieval setting that a call may override "
-                f"(allowed: {', '.join(sorted(_RETRIEVAL_FIELDS))})")
+                f"config: {key!r} {why} (allowed: {', '.join(sorted(_RETRIEVAL_FIELDS))})")
         default = getattr(base, key)
         ok = (isinstance(value, bool) if isinstance(default, bool) else
               isinstance(value, int) and not isinstance(value, bool) if isinstance(default, int) else
