@@ -104,6 +104,18 @@ def test_the_flat_api_is_unchanged() -> None:
         SynapseConfig.from_dict({"nope": 1})
 
 
+def test_the_ablations_but_no_sleep_share_one_memory() -> None:
+    from synapse_integrations.presets import ABLATIONS
+
+    base = SynapseConfig()
+    graph_time = {name for name in ABLATIONS
+                  if any(SynapseConfig.is_graph_time(SynapseConfig.section_of(f))
+                         for f in ABLATIONS[name])}
+    assert graph_time == {"no-sleep"}  # sleep_auto runs on the write path
+    for name in set(ABLATIONS) - graph_time:
+        assert base.query_override(SynapseConfig.ablation(name)) == SynapseConfig.ablation(name)
+
+
 TURNS = [
     {"text": "Sam went skiing in Whistler with Dana.", "speaker": "Sam", "id": "t1"},
     {"text": "Dana studies architecture in Lisbon.", "speaker": "Dana", "id": "t2"},
