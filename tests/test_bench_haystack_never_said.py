@@ -129,8 +129,9 @@ def test_cli_needs_a_dataset(tmp_path) -> None:
 
 def test_cli_end_to_end_with_a_fake_embedder(tmp_path, capsys, monkeypatch) -> None:
     from synapse_integrations import cli
+    from synapse_integrations.bench import commands as bench_commands
 
-    monkeypatch.setattr(cli, "_embedder", lambda args: CachingEmbedder(HashingEmbedder(dim=384)))
+    monkeypatch.setattr(bench_commands, "_embedder", lambda args: CachingEmbedder(HashingEmbedder(dim=384)))
     probes = tmp_path / "never.json"
     probes.write_text(json.dumps(_file(("blood", "What is my blood type?", ["blood type"]),
                                        ("puppy", "What is my puppy's name?", ["puppy"]),

@@ -407,8 +407,9 @@ def test_vector_cache_round_trip(tmp_path) -> None:
 
 def test_cli_end_to_end_with_a_fake_embedder(tmp_path, capsys, monkeypatch) -> None:
     from synapse_integrations import cli
+    from synapse_integrations.bench import commands as bench_commands
 
-    monkeypatch.setattr(cli, "_embedder", lambda args: CachingEmbedder(HashingEmbedder(dim=384)))
+    monkeypatch.setattr(bench_commands, "_embedder", lambda args: CachingEmbedder(HashingEmbedder(dim=384)))
     out = tmp_path / "lme.json"
     gz = tmp_path / "tiny.json.gz"
     with gzip.open(gz, "wt", encoding="utf-8") as fh:

@@ -143,9 +143,10 @@ def test_score_records_hand_computed() -> None:
 
 def test_run_probes_on_the_tiny_fixture(tmp_path, capsys, monkeypatch) -> None:
     from synapse_integrations import cli
+    from synapse_integrations.bench import commands as bench_commands
     from synapse_integrations.bench.retrieval import CachingEmbedder
 
-    monkeypatch.setattr(cli, "_embedder", lambda args: CachingEmbedder(HashingEmbedder(dim=384)))
+    monkeypatch.setattr(bench_commands, "_embedder", lambda args: CachingEmbedder(HashingEmbedder(dim=384)))
     out = tmp_path / "probes.json"
     rc = cli.main(["bench", "probes", "--locomo", str(TINY_LOCOMO), "--probes", str(TINY_PROBES),
                    "--out", str(out), "--no-progress", "--methods",
