@@ -43,9 +43,9 @@ from _safety_helpers import HashEmbedder  # noqa: E402
 
 from synapse_integrations import Synapse, SynapseConfig  # noqa: E402
 from synapse_integrations.core.lifecycle import forgetting as forgetting_mod  # noqa: E402
-from synapse_integrations.storage import chroma as chroma_mod  # noqa: E402
 from synapse_integrations.storage import journal as journal_mod  # noqa: E402
 from synapse_integrations.storage import snapshots as snap_mod  # noqa: E402
+from synapse_integrations.storage import vectors as chroma_mod  # noqa: E402
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 _SYLLABLES = ("ka", "lo", "mi", "ren", "su", "ta", "vo", "xi", "bel", "dor", "fa", "gu",

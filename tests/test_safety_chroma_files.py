@@ -19,8 +19,9 @@ import pytest
 
 from synapse_integrations import Synapse
 from synapse_integrations.storage import chroma as chroma_mod
-from synapse_integrations.storage.chroma import ChromaFiles, ChromaVectors
+from synapse_integrations.storage.chroma import ChromaFiles
 from synapse_integrations.storage.hnsw import check_index, zero_hnsw_slack
+from synapse_integrations.storage.vectors import ChromaVectors
 
 from _crash_worker import turn_text
 from _safety_helpers import HashEmbedder

@@ -12,7 +12,7 @@ import pytest
 
 from synapse_integrations import Synapse
 from synapse_integrations.errors import StorageError
-from synapse_integrations.storage import chroma as chroma_mod
+from synapse_integrations.storage import vectors as chroma_mod
 from synapse_integrations.storage.chroma import http_client
 
 from _crash_worker import turn_text

@@ -16,7 +16,7 @@ _LIBC: Any = None  # the C library (False: none to be found), loaded on first us
 
 
 #: Chroma collections, each with an HNSW index, that one namespace holds at most: ``active``,
-#: ``archive`` and the record of forgotten ids (see :class:`.chroma.ChromaVectors`).
+#: ``archive`` and the record of forgotten ids (see :class:`.vectors.ChromaVectors`).
 INDEXES_PER_NAMESPACE = 3
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...config import SynapseConfig
-from ...storage.chroma import ChromaVectors
+from ...storage.vectors import ChromaVectors
 from ...types import ConsistencyReport
 from ..graph.graph import EDGE_KINDS
 from ..state.state import MemoryState

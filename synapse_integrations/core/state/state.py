@@ -25,7 +25,7 @@ import numpy as np
 
 from ...config import SynapseConfig
 from ...errors import NodeNotFoundError, StorageError
-from ...storage.chroma import ChromaVectors
+from ...storage.vectors import ChromaVectors
 from ...types import VectorWrite
 from ..graph import provenance
 from ..graph.graph import MemoryGraph, temporal_weight
