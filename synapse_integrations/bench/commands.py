@@ -221,7 +221,8 @@ def cmd_bench_longmemeval(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_agent(args: argparse.Namespace) -> int:
-    from .agent import AGENT_METHODS, DEFAULT_KS, format_agent_table, plot_agent, run_agent
+    from .agent import AGENT_METHODS, DEFAULT_KS, run_agent
+    from .agent_report import format_agent_table, plot_agent
 
     t0 = time.perf_counter()
     results = run_agent(args.data, methods=args.methods or AGENT_METHODS, ks=args.k or DEFAULT_KS,
