@@ -162,7 +162,19 @@ def _word_list(value: ast.expr) -> bool:
             return _all_words(arg.elts)
     if isinstance(value, (ast.Set,)):
         return _all_words(value.elts)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+            and value.func.attr == "compile" and value.args:
+        return _word_alternation(value.args[0])
     return False
+
+
+def _word_alternation(pattern: ast.expr) -> bool:
+    """Whether a ``re.compile`` pattern is an alternation of at least four English words
+    (``r"\\b(before|previously|used to|...)\\b"``)."""
+    parts = [pattern] if isinstance(pattern, ast.Constant) else getattr(pattern, "values", [])
+    text = "".join(p.value for p in parts if isinstance(p, ast.Constant) and isinstance(p.value, str))
+    words = [w for w in re.split(r"[|()?:\\]+|\\b", text) if len(w) > 1 and _WORDS.match(w)]
+    return len(words) >= 4
 
 
 def _all_words(elts: list[ast.expr]) -> bool:

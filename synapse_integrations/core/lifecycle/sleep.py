@@ -42,7 +42,6 @@ Sleepers:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -51,6 +50,7 @@ from ...errors import InvalidTypeError
 from ...types import Concept
 from ..graph.graph import FACT_TYPE
 from ..text.documents import without_any_speaker
+from ..text.lexicon import FACT_FIRST_PERSON
 from ..text.llm_reply import parse_reply
 from ..text.tokens import sentences, tokenize
 
@@ -62,7 +62,6 @@ __all__ = ["LLMSleeper", "MIN_FACT_WORDS", "OfflineSleeper", "SleepReport", "Sle
 
 #: Content words a sentence needs to be kept as a fact offline.
 MIN_FACT_WORDS = 4
-_FIRST_PERSON_RE = re.compile(r"\b(i|my|me|mine|we|our|us)\b|\bi'", re.I)
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ class OfflineSleeper:
             body = without_any_speaker(ep["text"])
             for sentence in sentences(body):
                 s = " ".join(sentence.split())
-                if not s or s.endswith("?") or not _FIRST_PERSON_RE.search(s) \
+                if not s or s.endswith("?") or not FACT_FIRST_PERSON.search(s) \
                         or len(tokenize(s)) < self.min_words:
                     continue
                 name = f"{ep['speaker']}: {s}" if ep.get("speaker") else s

@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from ...types import GateVerdict
 from ..graph.roles import distinct_speakers, speaker_names
 from ..kernels import scoring
-from ..text.lexicon import FIRST_PERSON
+from ..text.lexicon import FIRST_PERSON, SECOND_PERSON
 from ..text.subjects import attribute_terms, named_subjects
 from ..text.tokens import tokenize
 
@@ -414,7 +414,6 @@ def _best_share(held: Mapping[int, np.ndarray], weights: np.ndarray,
     return 0.0, allowed.first()
 
 
-_SECOND = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
 _WORD3 = re.compile(r"[a-z]{3,}")
 
 
@@ -451,7 +450,7 @@ def turn_about(text: str, speaker: str | None, names: Sequence[str]) -> frozense
     for word in set(_WORD3.findall(body.lower())):
         hit.update(starts.get(word, ()))
     addressed = [nm for nm in names if nm != speaker and nm in hit]
-    second = bool(_SECOND.search(body)) or "?" in body
+    second = bool(SECOND_PERSON.search(body)) or "?" in body
     out = set(addressed or ([nm for nm in names if nm != speaker] if second else []))
     if speaker in names and (FIRST_PERSON.search(body) or not (second or addressed)):
         out.add(speaker)  # type: ignore[arg-type]

@@ -72,7 +72,7 @@ import numpy as np
 from ..graph.roles import role_turns, speaker_names
 from ..kernels.scoring import cosine_without, without_scale
 from ..text.documents import is_name, name_line
-from ..text.lexicon import FIRST_PERSON, MONTH
+from ..text.lexicon import FIRST_PERSON, MONTH, YOU_SAID
 from ..text.subjects import named_subjects
 from ..text.tokens import NUMERIC_DATE, YEAR
 from .base import Candidates, Signal, WriteContext
@@ -125,12 +125,6 @@ def named_speaker(view: Any, query: str) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-#: "you" and a verb in the past: the question recalls what the assistant said or did ("the
-#: two companies you mentioned", "the phone number you provided me", "what you told me").
-_YOU_SAID = re.compile(r"\byou\s+(?:\w+ly\s+)?(?:\w+ed|said|told|gave|wrote|made|sent|showed|"
-                       r"brought|came up with|found|put|taught|chose|drew|did)\b", re.I)
-
-
 @dataclass(frozen=True)
 class Names:
     """The names a question holds, as directions to leave out of its cosines (module
@@ -180,7 +174,7 @@ def asks_assistant(query: str) -> bool:
     >>> asks_assistant("Can you remind me what I ordered?"), asks_assistant("How many bikes do I own?")
     (False, False)
     """
-    return bool(_YOU_SAID.search(query))
+    return bool(YOU_SAID.search(query))
 
 
 def user_turns(view: Any) -> np.ndarray | None:

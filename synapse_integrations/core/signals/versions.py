@@ -16,13 +16,13 @@ most of the question's words is placed above older ones holding no other. The wr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from ..graph.roles import is_role, speaker_names
+from ..text.lexicon import CURRENT_CUES, PAST_CUES
 from ..text.subjects import attribute_terms
 from ..text.tokens import tokenize
 from .base import Candidates, Signal
@@ -35,20 +35,12 @@ __all__ = ["RECENT_COVERAGE", "RECENT_OLDER_SHARE", "RECENT_WINDOW", "SUCCESSOR_
 VERSION_MARGIN = 1e-6
 
 
-_PAST_RE = re.compile(r"\b(before|previous(ly)?|used to|originally|at first|formerly|initially|"
-                      r"earlier|prior|first time|back then|had been)\b", re.I)
-
-
-_CURRENT_RE = re.compile(r"\b(now|currently|current|latest|still|most recent|these days|"
-                         r"anymore|today|at the moment|so far|up to date|recent)\b", re.I)
-
-
 def query_tense(query: str) -> Literal["past", "current", "neutral"]:
     """Whether a question asks about the past (older versions first), the present, or
     neither (treated as the present: the newest version first)."""
-    if _PAST_RE.search(query):
+    if PAST_CUES.search(query):
         return "past"
-    return "current" if _CURRENT_RE.search(query) else "neutral"
+    return "current" if CURRENT_CUES.search(query) else "neutral"
 
 
 def _root(word: str) -> str:

@@ -364,3 +364,29 @@ URGENT_WORDS = frozenset("""urgent urgently asap immediately emergency now hurry
 #: tagger).
 SUBORDINATORS = frozenset("""because although though however whereas therefore unless
     while whether which since if moreover furthermore consequently""".split())
+
+
+# --- question and sentence cues (core/signals, core/retrieval/gate.py, core/lifecycle/sleep.py) ---
+
+#: Words that ask about an earlier state ("before", "used to"): the question's tense is
+#: past (version ranking, core/signals/versions.py).
+PAST_CUES = re.compile(r"\b(before|previous(ly)?|used to|originally|at first|formerly|initially|"
+                       r"earlier|prior|first time|back then|had been)\b", re.I)
+
+#: Words that ask about the present state ("now", "currently"): the question's tense is
+#: current (version ranking, core/signals/versions.py).
+CURRENT_CUES = re.compile(r"\b(now|currently|current|latest|still|most recent|these days|"
+                          r"anymore|today|at the moment|so far|up to date|recent)\b", re.I)
+
+#: "you" and a verb in the past: the question recalls what the assistant said or did ("the
+#: two companies you mentioned", "the phone number you provided me", "what you told me").
+YOU_SAID = re.compile(r"\byou\s+(?:\w+ly\s+)?(?:\w+ed|said|told|gave|wrote|made|sent|showed|"
+                      r"brought|came up with|found|put|taught|chose|drew|did)\b", re.I)
+
+#: The second person: a turn addressed to someone (the gate's attribution check,
+#: core/retrieval/gate.py).
+SECOND_PERSON = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.I)
+
+#: A sentence in the first person, a prefix "i'" included (sleep's facts,
+#: core/lifecycle/sleep.py). Not :data:`FIRST_PERSON` (no "i'm" as a word, no "myself").
+FACT_FIRST_PERSON = re.compile(r"\b(i|my|me|mine|we|our|us)\b|\bi'", re.I)
