@@ -86,7 +86,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   f"use an empty --path or another --namespace", file=out)
             return 2
         # stored as the adapters store turns: the text, and the speaker as a field (the
-        # engine reads the two together: core/documents.py)
+        # engine reads the two together: core/text/documents.py)
         turns = [
             {"text": t["text"], "speaker": t["speaker"], "timestamp": s["datetime"], "id": f"s{si}t{ti}"}
             for si, s in enumerate(demo["sessions"]) for ti, t in enumerate(s["turns"])

@@ -38,7 +38,7 @@ SMALL_METHODS: tuple[str, ...] = ("dense", "bm25", "fusion", "ppr", "synapse")
 _T0 = 1_700_000_000
 #: Seconds between two turns of a small memory: a chat's pace (the adapters stamp a turn
 #: when it arrives), so an answer is a reply to the question before it
-#: (core/conversation.py, ``REPLY_WINDOW``). An hour until 2026-11-27.
+#: (core/signals/replies.py, ``REPLY_WINDOW``). An hour until 2026-11-27.
 TURN_GAP_S = 60
 _SPLITS = ("tuned", "held-out")
 

@@ -116,7 +116,7 @@ class SynapseConfig(Sectioned):
             embedding the query vector with weight ``feedback_weight``), and triggers,
             dynamics and score run again; each memory then keeps the better of its
             first-pass score and ``spreading_factor`` times its second-pass score (one
-            hop further: :func:`~synapse_integrations.core.retrieval.pipeline.merge_feedback`), and
+            hop further: :func:`~synapse_integrations.core.retrieval.passes.merge_feedback`), and
             the gate still judges the first pass. It lets an answer linked to the question
             only through an entity ("the person from the ski trip" -> Dana -> Dana's news)
             be found, at the cost of a second pass when such entities exist; 2 (default);
@@ -164,7 +164,7 @@ class SynapseConfig(Sectioned):
         gate_signal / gate_tau: reject when the top item's signal is below ``gate_tau``.
             ``"activation"`` (the paper): its activation; ``"similarity"``: its cosine with
             the query; ``"score"``: its hybrid score.
-        gate_attribution_margin: the evidence gate's attribution check (core/gate.py)
+        gate_attribution_margin: the evidence gate's attribution check (core/retrieval/gate.py)
             rejects a question naming one speaker when a turn not about them covers the
             question's attribute terms by more than this share beyond the best turn about
             them.

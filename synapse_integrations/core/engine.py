@@ -66,10 +66,12 @@ from ..types import (
 from .ingest.consolidation import Consolidator, NameVectors
 from .ingest.extraction import OfflineExtractor
 from .ingest.pipeline import Ingestor
+from .inspection import Inspection
 from .lifecycle import consistency, forgetting
 from .lifecycle import feedback as usage
 from .lifecycle.detectors import Lifecycle
 from .lifecycle.sleep import SleepReport
+from .lifetime import Lifetime
 from .models.affect import AffectTagger, as_tagger
 from .retrieval.pipeline import Retriever
 from .retrieval.scope import DEFAULT_KINDS, scope_of
@@ -88,8 +90,6 @@ from .state.validation import (
     to_epoch,
     validate_namespace,
 )
-from .inspection import Inspection
-from .lifetime import Lifetime
 from .twins import AsyncTwins
 from .upkeep import Upkeep
 

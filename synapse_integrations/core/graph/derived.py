@@ -1,4 +1,4 @@
-"""Structures derived from a compiled view (core/graph.py: ``Compiled``), cached with it.
+"""Structures derived from a compiled view (core/graph/graph.py: ``Compiled``), cached with it.
 
 A retrieval reads many structures computed from the view: a model's k-NN graph, which
 turn answers which question, whose role each turn is. Each is built once per view by

@@ -1,10 +1,10 @@
-"""The compiled view of the graph: the arrays retrieval reads (core/graph.py builds it).
+"""The compiled view of the graph: the arrays retrieval reads (core/graph/graph.py builds it).
 
 :class:`Compiled` holds the active nodes in a fixed order (node ``k`` is ``ids[k]``), their
 unit vectors as matrix rows, the edges as parallel arrays ``src -> dst`` with ``weight``,
 in ``(src, dst)`` order, and caches of what is derived from them: node attribute values,
 the sparse propagation operators, and the structures other mechanisms derive
-(core/derived.py). :meth:`~synapse_integrations.core.graph.graph.MemoryGraph.compiled` builds it,
+(core/graph/derived.py). :meth:`~synapse_integrations.core.graph.graph.MemoryGraph.compiled` builds it,
 and extends it in place of a rebuild after a write that only appends.
 """
 
@@ -200,7 +200,7 @@ class Compiled:
         or forgotten): the others keep their order and move up, as in a view rebuilt from
         the graph. Their vectors move up in place (:func:`without_rows`: this view is not
         used again), the node attributes read so far and the derived structures that say
-        how they shrink are carried over (core/derived.py), the rest is built again when
+        how they shrink are carried over (core/graph/derived.py), the rest is built again when
         asked. ``node_attr(ids)`` reads node attributes for the new view.
 
         >>> v = Compiled.from_arrays(["a", "b", "c"], np.eye(3, dtype=np.float32),
@@ -262,7 +262,7 @@ class Compiled:
         def block(a: int, b: int) -> None:
             out[:, a:b] = vectors @ self.embeddings[a:b].T
 
-        threads.split_rows(self.n, block)  # a large product on every core (core/threads.py)
+        threads.split_rows(self.n, block)  # a large product on every core (core/kernels/threads.py)
         return out.T
 
     def product(self, vector: np.ndarray) -> np.ndarray:
@@ -338,7 +338,7 @@ class Compiled:
         """A structure derived from this view (a model's k-NN graph, say), built once per
         view by ``build(view)`` and dropped with it when the graph changes; with ``grow``
         (``shrink``), taken over by the views that extend (shrink) this one
-        (core/derived.py)."""
+        (core/graph/derived.py)."""
         return self._derived.get(self, key, build, grow, shrink)
 
     def per_node(self, key: str, build: Callable[[Compiled, int], np.ndarray], *,

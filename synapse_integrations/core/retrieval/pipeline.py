@@ -103,10 +103,10 @@ class Retriever:
         passes = [run]  # whose activation paths the items show
         # the gate judges the top memory returned for the question as asked (the feedback
         # pass only re-ranks), of those its relevance placed: a version lifted above the
-        # turn it updates (core/reconsolidation.py) stands in for that turn, and need not
+        # turn it updates (core/signals/versions.py) stands in for that turn, and need not
         # be about the question's words ("I cancelled IronWorks" for "Which gym ...?");
         # and the conversation's hand-overs aside (a reply lifted by its question, an
-        # answered question below its answer: core/conversation.py), by its own score
+        # answered question below its answer: core/signals/replies.py), by its own score
         active = signals()
         placed = run.order[holds_place(run.adjustments, active, run.order)]
         own = own_evidence(run.score, run.adjustments, active)[placed]
@@ -120,7 +120,7 @@ class Retriever:
         else:
             confidence = float(run.activation[top])
         verdict = None
-        if cfg.use_gate:  # topic, attribution and presence checks (core/gate.py)
+        if cfg.use_gate:  # topic, attribution and presence checks (core/retrieval/gate.py)
             turns = view.is_episode if scope.anchors is None else view.is_episode & scope.anchors
             verdict = gate.evaluate(view, self.state.bm25, query, cfg, confidence, turns,
                                     self.words, run.cand[run.order])

@@ -41,8 +41,8 @@ def _facts(view: Compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def cosines(view: Compiled, qv: np.ndarray, cfg: SynapseConfig,
             names: focus.Names | None = None) -> np.ndarray:
     """Cosine of every node of the view to the query vector ``qv``, without the ``names``
-    the question holds (core/focus.py: :func:`~.focus.names_out`); with ``fact_role``
-    ``"evidence"`` an episode's is the best of its own and its facts' (core/sleep.py)."""
+    the question holds (core/signals/focus.py: :func:`~.focus.names_out`); with ``fact_role``
+    ``"evidence"`` an episode's is the best of its own and its facts' (core/lifecycle/sleep.py)."""
     sim = np.clip(view.product(qv), -1.0, 1.0)
     if names is not None:
         sim = names.cosines(sim, qv)

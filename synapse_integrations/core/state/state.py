@@ -100,7 +100,7 @@ class MemoryState(StateReads):
         self.stale_pagerank = False
         self.needs_repair = False
         self.tombstones: dict[str, int] = {}
-        self.slept: dict[str, Any] = {}  # the last sleep: {"seq", "ts"} (core/sleep.py)
+        self.slept: dict[str, Any] = {}  # the last sleep: {"seq", "ts"} (core/lifecycle/sleep.py)
         self._tombstone_count = -1  # rows seen in Chroma's record of them (-1: not read)
         # concept vectors written once per batch instead of once per window (None: write
         # at once); flushed before any snapshot is taken

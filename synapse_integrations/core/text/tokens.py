@@ -36,7 +36,7 @@ DATE_EXPRESSION = re.compile(
 
 def without_dates(text: str) -> str:
     """``text`` with its date expressions (:data:`DATE_EXPRESSION`) blanked: a date is
-    matched against the memories' times (core/focus.py), not against their words.
+    matched against the memories' times (core/signals/focus.py), not against their words.
 
     >>> without_dates("What did Nate do for Joanna on 25 May, 2022?")
     'What did Nate do for Joanna on  ?'
