@@ -9,14 +9,14 @@ import pytest
 
 from synapse_integrations.bench.perf import (
     HashingEmbedder,
-    _WindowTimes,
     format_perf_table,
-    peak_rss_mb,
     run_perf,
     speaker_queries,
     synthetic_queries,
     synthetic_turns,
 )
+from synapse_integrations.bench.perf_timing import WindowTimes as _WindowTimes
+from synapse_integrations.bench.perf_timing import peak_rss_mb
 from synapse_integrations.cli import main
 from synapse_integrations.core.ingest.extraction import OfflineExtractor
 from synapse_integrations.types import Turn, VectorWrite, WindowReport
@@ -188,7 +188,9 @@ def test_run_perf_rejects_bad_arguments(kwargs) -> None:
 # end to end
 # --------------------------------------------------------------------------------------------
 def test_each_question_is_embedded_right_before_it_is_asked() -> None:
-    from synapse_integrations.bench.perf import _time_with_encoder
+    from synapse_integrations.bench.perf_timing import (
+        time_with_encoder as _time_with_encoder,
+    )
 
     calls: list[tuple[str, str]] = []
 

@@ -43,10 +43,7 @@ edges only the archived turns said) and against a fresh memory holding only the 
 
 from __future__ import annotations
 
-import gc
 import logging
-import resource
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -56,14 +53,26 @@ import numpy as np
 from ..config import SynapseConfig
 from ..embeddings import HashingEmbedder
 from ..errors import InvalidInputError
-from ..types import VectorWrite, WindowReport
-from .metrics import percentiles
+from .perf_timing import (
+    WARMUP,
+    build_memory,
+    dispose,
+    make_probes,
+    measure_real_model,
+    peak_rss_mb,
+    summary,
+    time_dense,
+    time_models,  # documented here (docs/models.md): re-exported
+    time_named,
+    time_queries,
+    time_retrieve,
+    time_with_encoder,
+)
 from .synthetic import speaker_queries, synthetic_queries, synthetic_turns
 
 __all__ = [
     "HashingEmbedder",
     "format_perf_table",
-    "peak_rss_mb",
     "run_perf",
     "speaker_queries",
     "synthetic_queries",
@@ -72,264 +81,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-# --------------------------------------------------------------------------------------------
-# measurement helpers
-# --------------------------------------------------------------------------------------------
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MiB (``getrusage``)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
-
-
-class _WindowTimes:
-    """Collects consolidation-window times from a memory's events (``Synapse.subscribe``):
-    each window's own time, plus its share of the batched concept write that follows
-    the windows of an ``add_turns`` call."""
-
-    def __init__(self) -> None:
-        self.record = False
-        self.windows_ms: list[float] = []
-        self._open: list[float] = []  # windows since the last batched write
-
-    def __call__(self, event: object) -> None:
-        if isinstance(event, WindowReport):
-            self._open.append(event.seconds * 1000.0)
-        elif isinstance(event, VectorWrite) and event.kind == "concept" and self._open:
-            share = event.seconds * 1000.0 / len(self._open)
-            self._open = [w + share for w in self._open]
-
-    def end_call(self) -> None:
-        """An ``add_turns`` call returned: its windows are complete."""
-        if self.record:
-            self.windows_ms += self._open
-        self._open = []
-
-
-def _build(n: int, *, seed: int, embedder: Any, config: SynapseConfig,
-           progress: Callable[..., Any] | None, desc: str,
-           turns: list[dict[str, Any]] | None = None) -> tuple[Any, list[float]]:
-    """A fresh throwaway memory holding ``n`` synthetic turns (consolidated); returns it and
-    the consolidation times (ms) of the windows in the last tenth of the build."""
-    from ..core.engine import Synapse
-    from ..storage.chroma import ephemeral_client
-
-    turns = synthetic_turns(n, seed=seed) if turns is None else turns
-    mem = Synapse(None, namespace=desc, config=config, embedder=embedder,
-                  client=ephemeral_client(), snapshot_every=10**9)
-    times = _WindowTimes()
-    unsubscribe = mem.subscribe(times)
-    interval = max(1, config.consolidation_interval or 5)
-    chunk = max(interval, min(5000, len(turns)) // interval * interval)
-    bar = progress(total=len(turns), desc=desc) if progress else None
-    try:
-        last_tenth = len(turns) - max(len(turns) // 10, interval)
-        for s in range(0, len(turns), chunk):
-            part = turns[s:s + chunk]
-            times.record = s + len(part) > last_tenth
-            mem.add_turns(part)  # episodes in one write, concepts in one write at the end
-            times.end_call()
-            if bar is not None:
-                bar.update(len(part))
-        times.record = False
-        mem.consolidate()
-    finally:
-        unsubscribe()
-        if bar is not None:
-            bar.close()
-    return mem, times.windows_ms
-
-
-class _Probe:
-    """Per-query inputs prepared outside the timed region: the query as the engine's
-    triggers see it (its cosines and its anchors)."""
-
-    def __init__(self, mem: Any, text: str, q: np.ndarray) -> None:
-        self.text = text
-        self.q = q
-        with mem.inspect_retrieval() as steps:
-            self.query = steps.query(text, q, mem.config)
-
-
-def _dispose(mem: Any) -> None:
-    """Erase a throwaway memory (its in-memory collections too: frees their RAM)."""
-    mem.drop()
-    gc.collect()
-
-
-def _time_activation(mem: Any, probe: _Probe) -> float:
-    """The model's stage alone (SYNAPSE: Eqs. 1-4 on the cached propagation matrix,
-    parents tracked), seeded with the probe's real anchors, exactly as retrieval runs it."""
-    cfg = mem.config
-    with mem.inspect_retrieval() as steps:
-        t0 = time.perf_counter()
-        steps.activate(probe.query, cfg)
-        return (time.perf_counter() - t0) * 1000.0
-
-
-def _time_retrieve(mem: Any, probe: _Probe, k: int) -> float:
-    t0 = time.perf_counter()
-    mem.retrieve_by_vector(probe.text, probe.q, k=k)
-    return (time.perf_counter() - t0) * 1000.0
-
-
-def _time_dense(mem: Any, probe: _Probe, k: int) -> float:
-    t0 = time.perf_counter()
-    mem.search_vectors(probe.q, k)
-    return (time.perf_counter() - t0) * 1000.0
-
-
-def _probes(mem: Any, texts: Sequence[str], vectors: np.ndarray) -> list[_Probe]:
-    return [_Probe(mem, t, v) for t, v in zip(texts, vectors)]
-
-
-_WARMUP = 5
-
-
-def _time_queries(mem: Any, probes: list[_Probe], k: int) -> dict[str, list[float]]:
-    """Interleaved timings (retrieve, dense-only, activation) over every probe, after a
-    short warm-up (the first query builds the BM25 index, the compiled arrays and what
-    they derive: timed alone as ``"first"``, the rest untimed)."""
-    out: dict[str, list[float]] = {"first": [], "retrieve": [], "dense": [], "activation": []}
-    for p in probes[:_WARMUP]:
-        t = _time_retrieve(mem, p, k)
-        if not out["first"]:
-            out["first"].append(t)
-        _time_dense(mem, p, k)
-        _time_activation(mem, p)
-    for p in probes:
-        out["retrieve"].append(_time_retrieve(mem, p, k))
-        out["dense"].append(_time_dense(mem, p, k))
-        out["activation"].append(_time_activation(mem, p))
-    return out
-
-
-def _time_with_encoder(mem: Any, texts: Sequence[str], vectors: np.ndarray, k: int,
-                       encoder: Any) -> tuple[list[float], list[float]]:
-    """What a caller of ``retrieve(text)`` and of a dense ``similarity_search(text)`` waits
-    for, one question after another: the real encoder embeds the question, then the
-    memory answers it (with the question's synthetic vector, as the memory's own vectors
-    are synthetic). The encoder's threads and numpy's take turns here
-    (``core/threads.py``), which timing each part alone does not show."""
-    retrieve, dense = [], []
-    for text, q in zip(texts, vectors):
-        t0 = time.perf_counter()
-        encoder.embed_query(text)
-        mem.retrieve_by_vector(text, q, k=k)
-        t1 = time.perf_counter()
-        encoder.embed_query(text)
-        mem.search_vectors(q, k)
-        t2 = time.perf_counter()
-        retrieve.append((t1 - t0) * 1000.0)
-        dense.append((t2 - t1) * 1000.0)
-    return retrieve, dense
-
-
-def _time_named(mem: Any, texts: Sequence[str], vectors: np.ndarray, k: int
-                ) -> tuple[list[float], list[float]]:
-    """Each question naming a speaker asked once (the first ask works out whom the turns
-    it reads are about), then again (what a conversation's memory pays per question)."""
-    first = [_time_retrieve(mem, _Asked(t, v), k) for t, v in zip(texts, vectors)]
-    again = [_time_retrieve(mem, _Asked(t, v), k) for t, v in zip(texts, vectors)]
-    return first, again
-
-
-class _Asked:
-    """A question and its vector, as :func:`_time_retrieve` reads them."""
-
-    def __init__(self, text: str, q: np.ndarray) -> None:
-        self.text, self.q = text, q
-
-
-def _p(values: list[float]) -> dict[str, float]:
-    return {key: round(v, 4) for key, v in percentiles(values).items()}
-
-
-def time_models(mem: Any, probes: list[_Probe], k: int, models: Sequence[str], *,
-                writes: int = 20, seed: int = 0) -> dict[str, Any]:
-    """Each retrieval model on the same memory (``config.replace(model=...)``):
-
-    * ``first_query_ms``: its first retrieval, which builds its derived structures (a
-      k-NN table, spike trains, tags);
-    * ``retrieve_ms``: warm retrievals, interleaved query by query with the dense-only
-      query (``dense_only_ms``) and the other models;
-    * ``ingest_ms`` / ``retrieve_after_write_ms``: ``writes`` rounds of one new turn
-      (``add_turns``, consolidation every ``consolidation_interval`` turns; the same write
-      path for every model) followed by one retrieval per model: what a model pays to
-      bring its derived structures up to date after a write.
-    """
-    models = list(models)
-    cfgs = {m: mem.config.replace(model=m) for m in models}
-
-    def ret(p: _Probe, m: str) -> float:
-        t0 = time.perf_counter()
-        mem.retrieve_by_vector(p.text, p.q, k=k, config=cfgs[m])
-        return (time.perf_counter() - t0) * 1000.0
-
-    first = {m: ret(probes[0], m) for m in models}
-    for p in probes[:_WARMUP]:
-        for m in models:
-            ret(p, m)
-    warm: dict[str, list[float]] = {m: [] for m in models}
-    dense: list[float] = []
-    for p in probes:
-        dense.append(_time_dense(mem, p, k))
-        for m in models:
-            warm[m].append(ret(p, m))
-    ingest: list[float] = []
-    after: dict[str, list[float]] = {m: [] for m in models}
-    for j, turn in enumerate(synthetic_turns(writes, seed=seed + 1)):
-        turn = {**turn, "id": f"perf-write-{j}"}
-        t0 = time.perf_counter()
-        mem.add_turns([turn])
-        ingest.append((time.perf_counter() - t0) * 1000.0)
-        for m in [*models[j % len(models):], *models[:j % len(models)]]:  # rotated: the
-            after[m].append(ret(probes[j % len(probes)], m))  # first one pays the recompile
-    d50 = percentiles(dense)["p50"]
-    return {"dense_only_ms": _p(dense), "ingest_ms": _p(ingest), "writes": writes,
-            "models": {m: {"first_query_ms": round(first[m], 3), "retrieve_ms": _p(warm[m]),
-                           "ratio_to_dense_p50": round(percentiles(warm[m])["p50"] / d50, 3)
-                           if d50 else None,
-                           "retrieve_after_write_ms": _p(after[m])} for m in models}}
-
-
-# --------------------------------------------------------------------------------------------
-# real-model measurements
-# --------------------------------------------------------------------------------------------
-def measure_real_model(embedder: Any | None = None, *, sample: int = 512, batch: int = 64,
-                       queries: int = 50, seed: int = 99,
-                       config: SynapseConfig | None = None) -> dict[str, float]:
-    """Ingest throughput and query-embedding latency with the real model (default MiniLM).
-
-    ``ingest_turns_per_s``: ``sample`` synthetic turns written with ``add_turns`` in
-    batches of ``batch`` into a fresh memory (embedding, Chroma, graph and consolidation
-    with the offline extractor, concept names embedded by the model too).
-    ``embed_query_ms``: median time to embed one question text, the questions back to back.
-    """
-    from ..core.engine import Synapse
-    from ..embeddings import as_embedder
-
-    emb = as_embedder(embedder)
-    emb.embed_query("warm up the model")
-    turns = synthetic_turns(sample, seed=seed)
-    mem = Synapse(None, namespace="perf-ingest", config=config or SynapseConfig(), embedder=emb,
-                  snapshot_every=10**9)
-    try:
-        t0 = time.perf_counter()
-        for s in range(0, len(turns), batch):
-            mem.add_turns(turns[s:s + batch])
-        mem.consolidate()
-        ingest_s = time.perf_counter() - t0
-    finally:
-        mem.close()
-    times = []
-    for text in synthetic_queries(queries, seed=seed):
-        t0 = time.perf_counter()
-        emb.embed_query(text)
-        times.append((time.perf_counter() - t0) * 1000.0)
-    return {"ingest_turns_per_s": round(len(turns) / ingest_s, 2) if turns else 0.0,
-            "embed_query_ms": round(float(np.median(times)), 4)}
-
 
 # --------------------------------------------------------------------------------------------
 # the runner
@@ -357,7 +108,7 @@ def run_perf(
     ``tqdm(total=..., desc=...)``. ``log`` receives one line per finished stage.
     ``real_embedder`` (default: the packaged MiniLM) is used only for
     ``ingest_turns_per_s``, ``embed_query_ms`` and to embed each question before it is
-    asked in ``retrieve_text_ms`` / ``dense_text_ms`` (:func:`_time_with_encoder`).
+    asked in ``retrieve_text_ms`` / ``dense_text_ms`` (:func:`.perf_timing.time_with_encoder`).
     ``models``: retrieval models also timed on each memory (:func:`time_models`; each run
     then has a ``"models"`` entry).
     """
@@ -388,34 +139,34 @@ def run_perf(
     runs = []
     for n in sizes:
         t0 = time.perf_counter()
-        mem, windows = _build(n, seed=seed, embedder=embedder, config=cfg, progress=progress,
+        mem, windows = build_memory(n, seed=seed, embedder=embedder, config=cfg, progress=progress,
                               desc=f"perf-build-{n}")
         try:
             build_s = time.perf_counter() - t0
             st = mem.stats()
-            t = _time_queries(mem, _probes(mem, texts, qvecs), k)
-            first_named, named_again = _time_named(mem, named, nvecs, k)
-            with_text, dense_text = _time_with_encoder(mem, texts, qvecs, k, encoder)
+            t = time_queries(mem, make_probes(mem, texts, qvecs), k)
+            first_named, named_again = time_named(mem, named, nvecs, k)
+            with_text, dense_text = time_with_encoder(mem, texts, qvecs, k, encoder)
             run = {
                 "nodes": n,
                 "edges": int(st["edges"]),
                 "synthetic": True,
                 "first_retrieve_ms": round(t["first"][0], 4),
-                "retrieve_ms": _p(t["retrieve"]),
-                "dense_only_ms": _p(t["dense"]),
-                "activation_ms": _p(t["activation"]),
-                "retrieve_named_ms": _p(named_again),
-                "retrieve_named_first_ms": {**_p(first_named), "max": round(max(first_named), 4)},
+                "retrieve_ms": summary(t["retrieve"]),
+                "dense_only_ms": summary(t["dense"]),
+                "activation_ms": summary(t["activation"]),
+                "retrieve_named_ms": summary(named_again),
+                "retrieve_named_first_ms": {**summary(first_named), "max": round(max(first_named), 4)},
                 "ingest_turns_per_s": real["ingest_turns_per_s"],
                 "consolidate_ms_per_window": round(float(np.mean(windows)), 4) if windows else 0.0,
                 "embed_query_ms": real["embed_query_ms"],
-                "retrieve_text_ms": _p(with_text),
-                "dense_text_ms": _p(dense_text),
+                "retrieve_text_ms": summary(with_text),
+                "dense_text_ms": summary(dense_text),
                 "peak_rss_mb": round(peak_rss_mb(), 1),
             }
             run["ratio_with_query_embedding_p50"] = with_embedding(run)
             if models:
-                run["models"] = time_models(mem, _probes(mem, texts, qvecs), k, models,
+                run["models"] = time_models(mem, make_probes(mem, texts, qvecs), k, models,
                                             seed=seed)
                 for m, e in run["models"]["models"].items():
                     say(f"  {m}: retrieve p50/p95 {e['retrieve_ms']['p50']:.2f}/"
@@ -431,7 +182,7 @@ def run_perf(
                 f"{run['retrieve_named_ms']['p50']:.2f} ms (first ask max "
                 f"{run['retrieve_named_first_ms']['max']:.0f} ms)")
         finally:
-            _dispose(mem)
+            dispose(mem)
             del mem
 
     out: dict[str, Any] = {"runs": runs}
@@ -467,30 +218,30 @@ def archive_check(n: int, *, share: float, texts: Sequence[str], qvecs: np.ndarr
     mems: list[Any] = []
     try:
         for desc in (f"perf-archive-{n}", f"perf-dropped-{n}"):
-            mem, _ = _build(n, seed=seed, embedder=embedder, config=config, progress=progress,
+            mem, _ = build_memory(n, seed=seed, embedder=embedder, config=config, progress=progress,
                             desc=desc, turns=turns)
             mems.append(mem)
             mem.archive(_old_and_their_concepts(mem.graph, turns[:keep_from], old))
         big, twin = mems
         # the twin erases its archive for good and keeps its active graph
         twin.forget(ids=[a["id"] for a in twin.archived()])
-        small, _ = _build(n - keep_from, seed=seed, embedder=embedder, config=config,
+        small, _ = build_memory(n - keep_from, seed=seed, embedder=embedder, config=config,
                           progress=progress, desc=f"perf-fresh-{n - keep_from}",
                           turns=turns[keep_from:])
         mems.append(small)
         k = config.top_k
-        probes = [_probes(m, texts, qvecs) for m in mems]
-        for i in range(_WARMUP):
+        probes = [make_probes(m, texts, qvecs) for m in mems]
+        for i in range(WARMUP):
             for m, pr in zip(mems, probes):
-                _time_retrieve(m, pr[i], k)
+                time_retrieve(m, pr[i], k)
         times: list[list[float]] = [[], [], []]
         dense: dict[int, list[float]] = {0: [], 2: []}  # the Chroma query, archive vs fresh
         for i in range(len(probes[0])):
             for j, (m, pr) in enumerate(zip(mems, probes)):
-                times[j].append(_time_retrieve(m, pr[i], k))
+                times[j].append(time_retrieve(m, pr[i], k))
                 if j in dense:
-                    dense[j].append(_time_dense(m, pr[i], k))
-        with_archive, same, fresh = (_p(t) for t in times)
+                    dense[j].append(time_dense(m, pr[i], k))
+        with_archive, same, fresh = (summary(t) for t in times)
         return {
             "nodes": n,
             "archived_nodes": len(big.archived()),
@@ -503,14 +254,14 @@ def archive_check(n: int, *, share: float, texts: Sequence[str], qvecs: np.ndarr
             "with_archive_ms": with_archive,
             "archive_dropped_ms": same,
             "fresh_ms": fresh,
-            "dense_with_archive_ms": _p(dense[0]),
-            "dense_fresh_ms": _p(dense[2]),
+            "dense_with_archive_ms": summary(dense[0]),
+            "dense_fresh_ms": summary(dense[2]),
             "ratio_p50": round(with_archive["p50"] / same["p50"], 4),
             "ratio_fresh_p50": round(with_archive["p50"] / fresh["p50"], 4),
         }
     finally:
         for m in mems:
-            _dispose(m)
+            dispose(m)
 
 
 def _old_and_their_concepts(g: Any, old_turns: Sequence[dict[str, Any]], old: set[str]) -> list[str]:
