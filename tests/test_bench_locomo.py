@@ -109,7 +109,7 @@ def test_bare_turn_text_makes_the_same_engine_memory_as_prefixed() -> None:
     field); the engine reads the speaker's name with the text (core/documents.py), so its
     rankings are the prefixed ones. Without that reading they are not (the control)."""
     from synapse_integrations import HashingEmbedder, SynapseConfig
-    from synapse_integrations.bench.retrieval import run_locomo
+    from synapse_integrations.bench.runners import run_locomo
     from synapse_integrations.errors import InvalidInputError
 
     def ranks(turn_text, base=None):

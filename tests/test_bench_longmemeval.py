@@ -17,7 +17,8 @@ from synapse_integrations.bench.longmemeval import load_longmemeval, parse_lme_d
 from synapse_integrations.bench.metrics import mean_by_key, recall_at_k, session_recall_at_k
 from synapse_integrations.bench.perf import HashingEmbedder
 from synapse_integrations.bench.retrieval import DEFAULT_METHODS, CachingEmbedder, \
-    method_config, method_names, run_longmemeval
+    method_config, method_names
+from synapse_integrations.bench.runners import run_longmemeval
 from synapse_integrations.bench.vector_cache import VectorCache
 from synapse_integrations.config import SynapseConfig
 

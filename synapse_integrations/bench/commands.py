@@ -181,7 +181,8 @@ def _embedder(args: argparse.Namespace) -> Any:
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
-    from .retrieval import DEFAULT_KS, DEFAULT_METHODS, run_locomo
+    from .retrieval import DEFAULT_KS, DEFAULT_METHODS
+    from .runners import run_locomo
 
     t0 = time.perf_counter()
     results = run_locomo(
@@ -201,7 +202,8 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_longmemeval(args: argparse.Namespace) -> int:
-    from .retrieval import DEFAULT_KS, DEFAULT_METHODS, run_longmemeval
+    from .retrieval import DEFAULT_KS, DEFAULT_METHODS
+    from .runners import run_longmemeval
 
     t0 = time.perf_counter()
     results = run_longmemeval(
