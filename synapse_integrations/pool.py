@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import shutil
 import tempfile
 import threading
@@ -29,8 +28,6 @@ from .errors import InvalidInputError, InvalidTypeError
 from .namespace_keys import NamespaceKey, legacy_name, namespace_key, typed_key
 from .pool_slots import CLOSING, OPEN, EngineSlots, Slot
 from .pooled import PooledMemory
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_MAX_OPEN", "EnginePool", "PooledMemory", "namespace_key", "typed_key"]
 

@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-logger = logging.getLogger(__name__)
+# the pool's logger, as before the split into modules
+logger = logging.getLogger(f"{__package__}.pool")
 
 __all__ = ["CLOSING", "OPEN", "OPENING", "EngineSlots", "Slot"]
 

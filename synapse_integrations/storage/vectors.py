@@ -26,7 +26,8 @@ from ..errors import StorageError
 from .chroma import ChromaFiles, collection_name
 from .hnsw import check_index, zero_hnsw_slack
 
-logger = logging.getLogger(__name__)
+# the chroma module's logger, as before the split into modules
+logger = logging.getLogger(f"{__package__}.chroma")
 
 __all__ = ["ChromaVectors", "Tombstones", "VectorCollection"]
 
