@@ -1,4 +1,4 @@
-"""Crash-test worker for tests/test_safety_crash.py: a fork server whose children write a
+"""Crash-test worker for tests/safety/test_safety_crash.py: a fork server whose children write a
 memory until the test kills them with SIGKILL.
 
 Importing chromadb costs seconds; forking from a server that imported it once lets the

@@ -1,6 +1,6 @@
 """A bounded load on a memory server: N client threads writing and reading through the REST
 API, each write with its own id (an idempotency key), so that a retry after a server crash
-stores nothing twice. Used by tests/test_server_load.py; run it as a script to measure a
+stores nothing twice. Used by tests/server/test_server_load.py; run it as a script to measure a
 server by hand (the numbers in docs/deployment.md):
 
     python tests/_server_load.py --clients 8 --ops 60 [--embedder minilm]

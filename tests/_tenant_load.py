@@ -2,7 +2,7 @@
 namespace gets a turn over REST, every ``every``-th namespace the server's descriptors
 (``/proc/<pid>/fd``), RSS and threads are sampled, then every namespace is read back.
 
-Used by tests/test_safety_tenants.py (a few hundred namespaces) and run by hand for the
+Used by tests/safety/test_safety_tenants.py (a few hundred namespaces) and run by hand for the
 figures in docs/safety.md::
 
     python tests/_tenant_load.py --namespaces 1000 [--nofile 1024] [--json out.json]

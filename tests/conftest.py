@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from synapse_integrations.embeddings import as_embedder
+# the tests mirror the package's subpackages (tests/core/signals/, tests/server/...); their
+# shared helpers (_server_helpers.py, _toy_models.py, ...) and fixtures stay here
+sys.path.insert(0, str(Path(__file__).parent))
+
+from synapse_integrations.embeddings import as_embedder  # noqa: E402
 
 
 @pytest.fixture(scope="session")

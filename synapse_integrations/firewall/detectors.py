@@ -3,7 +3,7 @@
 Every detector is a function ``text -> iterator of (start, end)``; :data:`DETECTORS` lists
 them in priority order (an earlier detector wins where two overlap). Patterns are written so
 that no input makes them backtrack badly (no nested quantifiers over overlapping classes,
-bounded repetitions); ``tests/test_firewall_corpus.py`` times them on adversarial inputs of
+bounded repetitions); ``tests/firewall/test_firewall_corpus.py`` times them on adversarial inputs of
 the largest accepted turn size.
 
 Phone numbers written with a country code are checked with ``phonenumbers`` (Google's

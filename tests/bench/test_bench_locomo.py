@@ -11,7 +11,7 @@ from synapse_integrations.bench.retrieval import DEFAULT_METHODS, method_config,
 from synapse_integrations.cli import main
 from synapse_integrations.config import SynapseConfig
 
-FIXTURE = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "locomo_tiny.json"
 CATS = {"1", "2", "3", "4", "5", "1-4"}
 
 

@@ -31,7 +31,11 @@ from langgraph.store.base import BaseStore  # noqa: E402
 from typing_extensions import Annotated  # noqa: E402
 
 from synapse_integrations import Synapse  # noqa: E402
-from synapse_integrations._adapter_utils import EnginePool, format_memories, list_episodes  # noqa: E402
+from synapse_integrations._adapter_utils import (  # noqa: E402
+    EnginePool,
+    format_memories,
+    list_episodes,
+)
 from synapse_integrations.errors import InvalidInputError  # noqa: E402
 from synapse_integrations.langgraph import (  # noqa: E402
     MEMORY_MESSAGE_ID,
@@ -219,7 +223,7 @@ SECOND_HALF = textwrap.dedent('''
     import json, sqlite3, sys
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.sqlite import SqliteSaver
-    sys.path.insert(0, {tests!r})
+    sys.path[:0] = [{tests!r}, {root!r}]
     from test_langgraph import USER_U1, SpyModel, build
     from synapse_integrations._adapter_utils import EnginePool, list_episodes
     from synapse_integrations.langgraph import SynapseMemoryNodes
@@ -268,7 +272,7 @@ def test_sqlite_checkpointer_and_memory_survive_a_process_restart(tmp_path, embe
     pool.close()
     conn.close()
 
-    code = SECOND_HALF.format(tests=str(Path(__file__).parent), mem=str(mem_path), db=str(db),
+    code = SECOND_HALF.format(tests=str(Path(__file__).parent), root=str(Path(__file__).parents[1]), mem=str(mem_path), db=str(db),
                               query=query, question=query)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})

@@ -10,7 +10,7 @@ import pytest
 from synapse_integrations import HashingEmbedder
 from synapse_integrations.bench.feedback_stream import format_table, main, run_feedback_stream
 
-FIXTURE = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "locomo_tiny.json"
 
 
 def test_feedback_stream_runs_and_reports_the_curve():

@@ -141,7 +141,7 @@ else:
 
 def test_second_process_gets_memory_locked_error_at_open(tmp_path):
     path = tmp_path / "m"
-    code = _OPEN_IN_CHILD.format(tests=str(Path(__file__).parent), path=str(path))
+    code = _OPEN_IN_CHILD.format(tests=str(Path(__file__).parents[1]), path=str(path))
     mem = Synapse(path, embedder=HashEmbedder())
     mem.add_turn("written by the first process")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -21,8 +21,8 @@ from synapse_integrations.bench.locomo import (
 )
 from synapse_integrations.errors import SynapseError
 
-TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
-DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+TINY = Path(__file__).parents[1] / "fixtures" / "locomo_tiny.json"
+DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 UTC = timezone.utc
 
 

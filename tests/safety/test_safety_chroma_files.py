@@ -26,7 +26,7 @@ from synapse_integrations.storage.vectors import ChromaVectors
 from _crash_worker import turn_text
 from _safety_helpers import HashEmbedder
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 N_TURNS = 400
 
 _CHILD = textwrap.dedent("""

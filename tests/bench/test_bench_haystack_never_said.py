@@ -14,7 +14,7 @@ from synapse_integrations.bench.longmemeval import load_longmemeval
 from synapse_integrations.bench.perf import HashingEmbedder
 from synapse_integrations.bench.retrieval import CachingEmbedder, QuestionRecord
 
-FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_tiny.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "longmemeval_tiny.json"
 
 
 def _file(*questions: tuple[str, str, list[str]], split: str = "dev") -> dict:

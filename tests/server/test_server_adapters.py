@@ -1,6 +1,6 @@
 """The adapter tests, run once more against a memory server on 127.0.0.1.
 
-The test functions of tests/test_langchain.py, test_langgraph.py, test_llama_index.py and
+The test functions of tests/adapters/test_langchain.py, test_langgraph.py, test_llama_index.py and
 test_langgraph_store.py run here unchanged, with the names they build memories from
 (``Synapse``, ``EnginePool``, ``SynapseStore``) pointing at the server: ``Synapse(path,
 ...)`` is a :class:`RemoteMemory` (one namespace of the server), ``EnginePool(path, ...)``
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import sys
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -27,6 +29,9 @@ from _server_helpers import rest_server
 pytest.importorskip("langchain_core")
 pytest.importorskip("langgraph")
 pytest.importorskip("llama_index.core")
+
+# the adapters' own tests, reused here over the REST server
+sys.path.insert(0, str(Path(__file__).parents[1] / "adapters"))
 
 import test_langchain as lc  # noqa: E402
 import test_langgraph as lg  # noqa: E402

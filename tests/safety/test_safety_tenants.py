@@ -219,7 +219,7 @@ def test_every_memory_stays_readable_under_a_low_descriptor_limit(tmp_path):
     ("Nothing found on disk"): before the fix, 150 namespaces under ``ulimit -n 300`` left
     88 unreadable until a restart (100 here: 92 of 150 read back failed in a second run,
     errors start past about 60 namespaces)."""
-    here = Path(__file__).parent
+    here = Path(__file__).parents[1]
     out = subprocess.run([sys.executable, "-c", _LOW_LIMIT, str(tmp_path / "mem"), str(here)],
                          capture_output=True, text=True, timeout=900,
                          env={**os.environ, "ANONYMIZED_TELEMETRY": "False",

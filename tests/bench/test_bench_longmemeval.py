@@ -22,7 +22,7 @@ from synapse_integrations.bench.runners import run_longmemeval
 from synapse_integrations.bench.vector_cache import VectorCache
 from synapse_integrations.config import SynapseConfig
 
-FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_tiny.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "longmemeval_tiny.json"
 TYPES = ["single-session-user", "single-session-assistant", "single-session-preference",
          "multi-session", "temporal-reasoning", "knowledge-update"]
 KEYS = {*TYPES, "abstention", "pooled"}

@@ -13,10 +13,10 @@ from synapse_integrations.bench.probes import KINDS, load_probes, run_probes, sc
     shares_word, validate_probes
 from synapse_integrations.bench.retrieval import QuestionRecord
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 TINY_LOCOMO = FIXTURES / "locomo_tiny.json"
 TINY_PROBES = FIXTURES / "probes_tiny.json"
-DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 
 
 @pytest.fixture(scope="module")

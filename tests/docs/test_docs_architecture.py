@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 PKG = ROOT / "synapse_integrations"
 DOC = ROOT / "docs" / "architecture.md"
 

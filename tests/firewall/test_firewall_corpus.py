@@ -23,7 +23,7 @@ from synapse_integrations.firewall import CATEGORIES, Firewall, FirewallConfig
 from synapse_integrations.firewall.evaluate import (evaluate_firewall, load_corpus,
                                                     time_per_turn)
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 CORPUS = load_corpus(FIXTURES / "firewall_corpus.jsonl")
 HOLDOUT = load_corpus(FIXTURES / "firewall_holdout.jsonl")
 
