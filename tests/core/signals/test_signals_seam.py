@@ -87,3 +87,16 @@ def test_the_rest_reply_carries_the_signal(toy, tmp_path) -> None:
         comps = {it["id"]: it["components"] for it in reply.json()["items"]}
         assert comps[ids[1]]["exclaimed"] == BONUS
         assert all(comps[i]["exclaimed"] == 0.0 for i in ids if i != ids[1])
+
+
+def test_each_signal_names_a_config_section_that_holds_its_settings() -> None:
+    sections = SynapseConfig.sections()
+    for signal in signals.signals():
+        if signal.section:
+            assert signal.section in sections, f"{signal!r}: no config section {signal.section!r}"
+            assert sections[signal.section], f"{signal!r}: section {signal.section!r} is empty"
+            assert not SynapseConfig.is_graph_time(signal.section), f"{signal!r} reads graph-time settings"
+    # the four with settings: each of its settings changes the ranking at query time only
+    assert {s.name: s.section for s in signals.signals() if s.section} == {
+        "salience": "signals.salience", "superseded": "signals.versions",
+        "reply": "signals.replies", "focus": "signals.focus"}
