@@ -139,7 +139,7 @@ def mean_by_group(records: Iterable[tuple[str, float]],
         counts[key] = counts.get(key, 0) + 1
     out = {key: sums[key] / counts[key] for key in sums}
     for name, keys in (pools or {}).items():
-        keys = set(keys)
+        keys = list(dict.fromkeys(keys))  # in the order given: a set's order varies by process
         n = sum(counts.get(key, 0) for key in keys)
         if n:
             out[name] = sum(sums.get(key, 0.0) for key in keys) / n

@@ -271,3 +271,14 @@ def test_head_to_head_section_counts_each_baseline_and_the_best_of_each_question
     assert head_to_head_section({"synapse": records["synapse"]}, "synapse", (2,),
                                 lambda r: True) is None  # no baseline ran
     assert head_to_head_section(records, None, (2,), lambda r: True) is None
+
+
+def test_a_pooled_mean_sums_its_keys_in_the_order_given() -> None:
+    # float addition is not associative: summed in a set's order (which varies from one
+    # process to the next with string hashing) a pooled figure changed in its last digit
+    from synapse_integrations.bench.metrics import mean_by_group
+
+    records = [("a", 0.1), ("b", 0.2), ("c", 0.3)]
+    assert mean_by_group(records, {"p": ["a", "b", "c"]})["p"] == (0.1 + 0.2 + 0.3) / 3
+    assert mean_by_group(records, {"p": ["c", "b", "a"]})["p"] == (0.3 + 0.2 + 0.1) / 3
+    assert (0.1 + 0.2 + 0.3) != (0.3 + 0.2 + 0.1)
