@@ -37,6 +37,7 @@ from datetime import datetime
 from types import ModuleType
 from typing import Any, Union
 
+from .core.signals.replies import asked_share
 from .core.text.documents import speaker_prefix
 from .errors import InvalidTypeError, MissingDependencyError
 from .namespace_keys import namespace_from_configurable, namespace_key
@@ -222,6 +223,26 @@ def _line(memory: RetrievedItem | Mapping[str, Any], ids: bool) -> str:
     who = quote_text(speaker_prefix(speaker, text))
     tail = f" (id: {quote_text(mid)})" if ids and mid else ""
     return f"- {when}{tag}{who}{quote_text(text)}{tail}"
+
+
+def holding_memory(result: RetrievalResult) -> RetrievedItem | None:
+    """The best-ranked episode of ``result`` that states something: a question holds what was
+    asked, not the fact (:func:`~synapse_integrations.core.signals.replies.asked_share`:
+    under half of its text in questions). What the memory tools change when the model
+    describes a memory instead of naming its id. None when the gate rejected the query or
+    no memory states anything.
+
+    >>> from synapse_integrations.types import ScoreComponents
+    >>> item = lambda i, t: RetrievedItem(i, t, "episode", 1.0, ScoreComponents(1.0, 0.0, 0.0))
+    >>> res = RetrievalResult("q", (item("q1", "Where does Ana live?"),
+    ...                             item("f1", "Ana moved to Lisbon.")), False, 0.9, 0.25)
+    >>> holding_memory(res).id
+    'f1'
+    """
+    if result.rejected:
+        return None
+    return next((it for it in result.items if it.kind == "episode"
+                 and asked_share(it.text, it.speaker) < 0.5), None)
 
 
 def format_memories(result: RetrievalResult | Iterable[RetrievedItem | Mapping[str, Any]], *,

@@ -16,6 +16,7 @@ from .._adapter_utils import (
     finished_turn,
     forgot_text,
     format_memories,
+    holding_memory,
     namespace_from_configurable,
     require,
     resolve_engine,
@@ -174,9 +175,13 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
 
     ``search_memory`` lists memories with their ids, quoted as data like every recall (one
     ``<memories>`` block, see :func:`~synapse_integrations._adapter_utils.format_memories`);
-    ``update_memory(id, text)`` stores a corrected version (the old one is kept, marked superseded, and ranked below it;
-    ``Synapse.update``); ``forget_memory(ids)`` erases memories for good. Both refuse ids
-    that are not in this memory (the agent can only change what a search showed it).
+    ``update_memory(text, memory_id)`` stores a corrected version (the old one is kept,
+    marked superseded, and ranked below it; ``Synapse.update``); ``forget_memory(memory_ids)``
+    erases memories for good. Both refuse ids that are not in this memory (the agent can
+    only change what a search showed it). Instead of an id, both take ``about``, a
+    description of the fact: the tool then shows the memory that holds it (the best-ranked
+    statement, not a question the user asked: :func:`~synapse_integrations._adapter_utils.holding_memory`)
+    and changes nothing, so the model acts on the memory it was shown.
     ``include`` picks the tools (e.g. ``("search", "save")`` for an agent that must not
     change memory). Each search is a traced retriever run, like every recall; with a
     ``judge`` (:class:`~synapse_integrations.gate_judge.LLMGateJudge`), any chat model
@@ -215,7 +220,31 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                     f"and pass an id it showed.")
         return None
 
-    def update_memory(memory_id: str, text: str) -> str:
+    def _described(about: str | None, result: RetrievalResult | None, tool: str, arg: str
+                   ) -> str | None:
+        """With ``about`` (a description instead of an id): the memory holding that fact,
+        shown to the model with the call that would change it; nothing is changed yet."""
+        if about is None:
+            return None
+        found = None if result is None else holding_memory(result)
+        if found is None:
+            return ("Refused: nothing in memory states that. Use search_memory to see what "
+                    "is there.")
+        shown = format_memories([found], empty=empty_text, ids=True)
+        return (f"The memory holding that is {found.id}:\n{shown}\nNothing was changed: to "
+                f"change it, call {tool} with {arg}={found.id!r}.")
+
+    def _which(ids: object, about: str | None) -> str | None:
+        if (ids is None) == (about is None):
+            return ("Refused: give either the id(s) search_memory showed or `about`, a "
+                    "description of the memory to change.")
+        return None
+
+    def update_memory(text: str, memory_id: str | None = None, about: str | None = None) -> str:
+        bad = _which(memory_id, about)
+        if bad or about is not None:
+            return bad or _described(about, recall(mem(), about, k=k, name="update_memory",
+                                                   judge=judge)[0], "update_memory", "memory_id")
         refused = _refuse([memory_id])
         if refused:
             return refused
@@ -225,7 +254,13 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
             return f"Refused: {exc}"
         return f"Updated memory {memory_id}: the new version is {new}"
 
-    async def aupdate_memory(memory_id: str, text: str) -> str:
+    async def aupdate_memory(text: str, memory_id: str | None = None,
+                             about: str | None = None) -> str:
+        bad = _which(memory_id, about)
+        if bad or about is not None:
+            return bad or _described(about, (await arecall(mem(), about, k=k, name="update_memory",
+                                                           judge=judge))[0],
+                                     "update_memory", "memory_id")
         refused = _refuse([memory_id])
         if refused:
             return refused
@@ -235,13 +270,22 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
             return f"Refused: {exc}"
         return f"Updated memory {memory_id}: the new version is {new}"
 
-    def forget_memory(memory_ids: list[str]) -> str:
+    def forget_memory(memory_ids: list[str] | None = None, about: str | None = None) -> str:
+        bad = _which(memory_ids, about)
+        if bad or about is not None:
+            return bad or _described(about, recall(mem(), about, k=k, name="forget_memory",
+                                                   judge=judge)[0], "forget_memory", "memory_ids")
         refused = _refuse(memory_ids)
         if refused:
             return refused
         return forgot_text(mem().forget(ids=list(memory_ids)))
 
-    async def aforget_memory(memory_ids: list[str]) -> str:
+    async def aforget_memory(memory_ids: list[str] | None = None, about: str | None = None) -> str:
+        bad = _which(memory_ids, about)
+        if bad or about is not None:
+            return bad or _described(about, (await arecall(mem(), about, k=k, name="forget_memory",
+                                                           judge=judge))[0],
+                                     "forget_memory", "memory_ids")
         refused = _refuse(memory_ids)
         if refused:
             return refused
@@ -278,13 +322,18 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                         "conversations. Input: the fact as a short sentence."),
         "update": StructuredTool.from_function(
             func=update_memory, coroutine=aupdate_memory, name="update_memory",
-            description="Correct a memory that is wrong or out of date. Input: the memory's id "
-                        "as shown by search_memory, and the corrected fact as a short sentence. "
-                        "The old version is kept as history and ranked below the new one."),
+            description="Correct a memory that is wrong or out of date. Input: the corrected "
+                        "fact as a short sentence, and the memory's id as shown by "
+                        "search_memory; or, instead of the id, `about`: a description of the "
+                        "fact, and the tool shows which memory holds it (a statement, not a "
+                        "question you were asked) without changing anything. The old version "
+                        "is kept as history and ranked below the new one."),
         "forget": StructuredTool.from_function(
             func=forget_memory, coroutine=aforget_memory, name="forget_memory",
             description="Erase memories for good (e.g. when the user asks you to forget "
-                        "something). Input: the ids shown by search_memory."),
+                        "something). Input: the ids shown by search_memory; or, instead, "
+                        "`about`: a description of the fact, and the tool shows which memory "
+                        "holds it without erasing anything."),
     }
     unknown = [name for name in include if name not in tools]
     if unknown:

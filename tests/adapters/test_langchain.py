@@ -3,6 +3,8 @@ classic memory, the chat history with RunnableWithMessageHistory, and a create_a
 
 from __future__ import annotations
 
+import asyncio
+
 from typing import Any
 
 import pytest
@@ -456,3 +458,30 @@ def test_chat_history_records_a_named_speaker_and_its_role(tmp_path, embedder):
         assert not res.rejected and res.items[0].id == "msg-h1"
         only_riley = mem.retrieve("Where did Sam move to?", k=3, speakers=["Riley"])
         assert {it.id for it in only_riley.items} <= {"msg-h2"}
+
+
+def test_memory_tools_find_the_memory_holding_a_described_fact_not_the_question(tmp_path, embedder):
+    """Issue 47: told to change "where my sister Ana lives", the tools point at the statement
+    that holds it, not the user's earlier question about it (which a search may rank
+    first), and change nothing until called with that id; the reply then names it."""
+    with Synapse(tmp_path, embedder=embedder) as mem:
+        fact = mem.add_turn("My sister Ana moved to Lisbon last year.", speaker="user")
+        asked = mem.add_turn("Where does my sister live?", speaker="user")
+        search, save, update, forget = create_synapse_tools(mem)
+        # the case of the issue: the question ranks above the fact that answers it
+        assert [it.id for it in mem.retrieve("Where does my sister Ana live?", k=2).items] \
+            == [asked, fact]
+        shown = update.invoke({"about": "Where does my sister Ana live?",
+                               "text": "My sister Ana lives in Porto now."})
+        assert f"The memory holding that is {fact}" in shown and f"memory_id={fact!r}" in shown
+        assert asked not in shown and "Nothing was changed" in shown
+        assert mem.get(fact).get("superseded_by") is None  # nothing changed yet
+        done = update.invoke({"memory_id": fact, "text": "My sister Ana lives in Porto now."})
+        assert done.startswith(f"Updated memory {fact}")
+        assert mem.get(fact)["superseded_by"] and mem.get(asked).get("superseded_by") is None
+        gone = forget.invoke({"about": "Where does my sister Ana live?"})
+        assert "Nothing was changed" in gone and mem.contains(asked)
+        assert update.invoke({"text": "x"}).startswith("Refused: give either")
+        assert forget.invoke({"memory_ids": [asked], "about": "x"}).startswith("Refused: give either")
+        assert asyncio.run(update.ainvoke({"about": "my sister Ana", "text": "x"})) \
+            .startswith("The memory holding that is")
