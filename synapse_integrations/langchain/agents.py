@@ -220,19 +220,18 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                     f"and pass an id it showed.")
         return None
 
-    def _described(about: str | None, result: RetrievalResult | None, tool: str, arg: str
-                   ) -> str | None:
-        """With ``about`` (a description instead of an id): the memory holding that fact,
+    def _described(result: RetrievalResult, tool: str) -> str:
+        """For ``about`` (a description instead of an id): the memory holding that fact,
         shown to the model with the call that would change it; nothing is changed yet."""
-        if about is None:
-            return None
-        found = None if result is None else holding_memory(result)
+        found = holding_memory(result)
         if found is None:
             return ("Refused: nothing in memory states that. Use search_memory to see what "
                     "is there.")
+        call = (f"memory_ids=[{found.id!r}]" if tool == "forget_memory"
+                else f"memory_id={found.id!r}")
         shown = format_memories([found], empty=empty_text, ids=True)
         return (f"The memory holding that is {found.id}:\n{shown}\nNothing was changed: to "
-                f"change it, call {tool} with {arg}={found.id!r}.")
+                f"change it, call {tool} with {call}.")
 
     def _which(ids: object, about: str | None) -> str | None:
         if (ids is None) == (about is None):
@@ -243,8 +242,8 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
     def update_memory(text: str, memory_id: str | None = None, about: str | None = None) -> str:
         bad = _which(memory_id, about)
         if bad or about is not None:
-            return bad or _described(about, recall(mem(), about, k=k, name="update_memory",
-                                                   judge=judge)[0], "update_memory", "memory_id")
+            return bad or _described(recall(mem(), about, k=k, name="update_memory",
+                                            judge=judge)[0], "update_memory")
         refused = _refuse([memory_id])
         if refused:
             return refused
@@ -258,9 +257,8 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                              about: str | None = None) -> str:
         bad = _which(memory_id, about)
         if bad or about is not None:
-            return bad or _described(about, (await arecall(mem(), about, k=k, name="update_memory",
-                                                           judge=judge))[0],
-                                     "update_memory", "memory_id")
+            return bad or _described((await arecall(mem(), about, k=k, name="update_memory",
+                                                    judge=judge))[0], "update_memory")
         refused = _refuse([memory_id])
         if refused:
             return refused
@@ -273,8 +271,8 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
     def forget_memory(memory_ids: list[str] | None = None, about: str | None = None) -> str:
         bad = _which(memory_ids, about)
         if bad or about is not None:
-            return bad or _described(about, recall(mem(), about, k=k, name="forget_memory",
-                                                   judge=judge)[0], "forget_memory", "memory_ids")
+            return bad or _described(recall(mem(), about, k=k, name="forget_memory",
+                                            judge=judge)[0], "forget_memory")
         refused = _refuse(memory_ids)
         if refused:
             return refused
@@ -283,9 +281,8 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
     async def aforget_memory(memory_ids: list[str] | None = None, about: str | None = None) -> str:
         bad = _which(memory_ids, about)
         if bad or about is not None:
-            return bad or _described(about, (await arecall(mem(), about, k=k, name="forget_memory",
-                                                           judge=judge))[0],
-                                     "forget_memory", "memory_ids")
+            return bad or _described((await arecall(mem(), about, k=k, name="forget_memory",
+                                                    judge=judge))[0], "forget_memory")
         refused = _refuse(memory_ids)
         if refused:
             return refused

@@ -480,7 +480,7 @@ def test_memory_tools_find_the_memory_holding_a_described_fact_not_the_question(
         assert done.startswith(f"Updated memory {fact}")
         assert mem.get(fact)["superseded_by"] and mem.get(asked).get("superseded_by") is None
         gone = forget.invoke({"about": "Where does my sister Ana live?"})
-        assert "Nothing was changed" in gone and mem.contains(asked)
+        assert "Nothing was changed" in gone and "memory_ids=['" in gone and mem.contains(asked)
         assert update.invoke({"text": "x"}).startswith("Refused: give either")
         assert forget.invoke({"memory_ids": [asked], "about": "x"}).startswith("Refused: give either")
         assert asyncio.run(update.ainvoke({"about": "my sister Ana", "text": "x"})) \
