@@ -50,6 +50,7 @@ from urllib.parse import unquote
 import anyio
 
 from .._adapter_utils import require
+from ..errors import InvalidInputError
 from ..core.state.validation import validate_namespace
 from . import wire
 from .access import STATE_KEY, AccessDeniedError, ApiKey, KeyRing, bind_namespace, key_ring
@@ -197,20 +198,35 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
     @_tool
     def forget(namespace: str, ids: Optional[list[str]] = None, speaker: Optional[str] = None,
                since: Union[str, float, None] = None, until: Union[str, float, None] = None,
-               where: Optional[dict[str, Any]] = None, everything: bool = False) -> dict[str, Any]:
+               where: Optional[dict[str, Any]] = None, everything: bool = False,
+               about: Optional[str] = None) -> dict[str, Any]:
         """Remove memories for good: by ids, speaker, event time [since, until), metadata
         `where`, or everything=true (criteria combine with AND). Returns the removed ids:
         `memories` (what was asked for), `derived` (concepts that went with them), and a
-        `message` saying so."""
+        `message` saying so. With `about` alone (a description of a fact), nothing is
+        removed: it returns the memory holding that fact (`holding`), to forget by its id."""
+        if about is not None:
+            if ids is not None or speaker is not None or since is not None or until is not None \
+                    or where is not None or everything:
+                raise InvalidInputError("forget takes either `about` or the other criteria")
+            return svc.holding(namespace, about)
         return wire.forget_to_wire(svc.forget(namespace, ids, speaker=speaker, since=since,
                                               until=until, where=where, everything=everything))
 
     @server.tool()
     @_tool
-    def update(namespace: str, id: str, text: Optional[str] = None,
+    def update(namespace: str, id: Optional[str] = None, text: Optional[str] = None,
                metadata: Optional[dict[str, Any]] = None, speaker: Optional[str] = None,
-               timestamp: Union[str, float, None] = None, keep_history: bool = True) -> dict[str, Any]:
-        """Correct a stored memory (its text, metadata, speaker or time); returns its new id."""
+               timestamp: Union[str, float, None] = None, keep_history: bool = True,
+               about: Optional[str] = None) -> dict[str, Any]:
+        """Correct a stored memory (its text, metadata, speaker or time); returns its new id.
+        Instead of `id`, `about` (a description of the fact) changes nothing and returns the
+        memory holding that fact (`holding`: a statement, not a question asked about it),
+        to update by its id."""
+        if (id is None) == (about is None):
+            raise InvalidInputError("update takes either `id` or `about`")
+        if about is not None:
+            return svc.holding(namespace, about)
         return {"id": svc.update(namespace, id, text, metadata=metadata, speaker=speaker,
                                  timestamp=timestamp, keep_history=keep_history)}
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .._adapter_utils import holding_memory
 from ..config import SynapseConfig
 from ..core.text.documents import document
 from ..core.state.validation import normalise_text, validate_namespace
@@ -287,6 +288,22 @@ class MemoryService:
             raise InvalidTypeError("keep_history must be a bool")
         return self.engine(namespace).update(node_id, text, metadata=metadata, speaker=speaker,
                                              timestamp=timestamp, keep_history=keep_history)
+
+    def holding(self, namespace: Any, about: Any) -> dict[str, Any]:
+        """The memory holding the fact ``about`` describes, for a tool that changes memory by
+        description: the best-ranked statement for it (not a question asked about it:
+        :func:`~synapse_integrations._adapter_utils.holding_memory`). Changes nothing.
+        Returns ``{"changed": False, "holding": item or None, "message"}``."""
+        if not isinstance(about, str) or not about.strip():
+            raise InvalidInputError("about must be a non-empty description of the memory")
+        result, _ = self.retrieve_result(namespace, about, None)
+        found = holding_memory(result)
+        if found is None:
+            return {"changed": False, "holding": None,
+                    "message": "nothing in memory states that; nothing was changed"}
+        return {"changed": False, "holding": wire.item_to_wire(found),
+                "message": f"the memory holding that is {found.id}; nothing was changed: "
+                           f"call again with its id to change it"}
 
     def forget(self, namespace: Any, ids: Any = None, *, speaker: Any = None, since: Any = None,
                until: Any = None, where: Any = None, everything: Any = False) -> list[str]:

@@ -235,3 +235,24 @@ async def test_langgraph_agent_with_mcp_tools_stores_and_retrieves(tmp_path):
         assert second["messages"][-1].content == "Ana's birthday is on May 3."
         # the fact is in the server's memory, as any client sees it
         assert [e["text"] for e in RemoteMemory(srv.url, "user_id=ana").episodes()] == [fact]
+
+
+async def test_update_and_forget_by_description_show_the_statement_and_change_nothing(tmp_path):
+    """Issue 47: `about` (a description instead of an id) returns the memory holding the
+    fact, a statement rather than the user's question about it, and changes nothing."""
+    async with stdio_session(tmp_path / "mem") as session:
+        await call(session, "store_turns", namespace="u1", turns=[
+            {"text": "My sister Ana moved to Lisbon last year.", "speaker": "user", "id": "fact"},
+            {"text": "Where does my sister Ana live?", "speaker": "user", "id": "asked"}])
+        shown = await call(session, "update", namespace="u1", about="Where does my sister Ana live?")
+        assert shown["changed"] is False and shown["holding"]["id"] == "fact"
+        assert "nothing was changed" in shown["message"]
+        assert (await call(session, "inspect", namespace="u1", id="fact"))["memory"].get("superseded_by") is None
+        gone = await call(session, "forget", namespace="u1", about="my sister Ana")
+        assert gone["holding"]["id"] == "fact" and (await call(session, "stats", namespace="u1"))["episodes"] == 2
+        assert "InvalidInputError (400)" in await error(session, "update", namespace="u1", id="fact",
+                                                        about="x", text="y")
+        assert "InvalidInputError (400)" in await error(session, "update", namespace="u1", text="y")
+        assert "InvalidInputError (400)" in await error(session, "forget", namespace="u1", about="x",
+                                                        ids=["fact"])
+        assert "InvalidInputError (400)" in await error(session, "update", namespace="u1", about="  ")
