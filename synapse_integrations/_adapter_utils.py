@@ -37,7 +37,7 @@ from datetime import datetime
 from types import ModuleType
 from typing import Any, Union
 
-from .core.signals.replies import asked_share
+from .core.signals.asks import asked_share
 from .core.text.documents import speaker_prefix
 from .errors import InvalidTypeError, MissingDependencyError
 from .namespace_keys import namespace_from_configurable, namespace_key
@@ -118,7 +118,7 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
     this memory holds), their ``weights``, the anchor ranks ``bm25_rank`` and
     ``dense_rank``, and one key per ranking signal with what it added to the score
     (:mod:`synapse_integrations.core.signals`; by default ``salience``, ``superseded``,
-    ``echo``, ``reply``, ``focus``), plus ``hop``, the entity-feedback pass's discount),
+    ``echo``, ``reply``, ``asked``, ``focus``), plus ``hop``, the entity-feedback pass's discount),
     ``path`` (node ids along which activation reached it) and ``metadata`` (what was stored
     with the turn). The score is ``sum(weights[n] * components[n])`` plus the adjustments
     (see :func:`score_terms`).
@@ -227,7 +227,7 @@ def _line(memory: RetrievedItem | Mapping[str, Any], ids: bool) -> str:
 
 def holding_memory(result: RetrievalResult) -> RetrievedItem | None:
     """The best-ranked episode of ``result`` that states something: a question holds what was
-    asked, not the fact (:func:`~synapse_integrations.core.signals.replies.asked_share`:
+    asked, not the fact (:func:`~synapse_integrations.core.signals.asks.asked_share`:
     under half of its text in questions). What the memory tools change when the model
     describes a memory instead of naming its id. None when the gate rejected the query or
     no memory states anything.

@@ -30,7 +30,7 @@ PAPER_DEFAULTS: dict[str, Any] = {
     "entity_feedback": 0,
     "reply_weight": 0.0,
     "follow_up_weight": 0.0,
-    "answered_question_weight": 1.0,
+    "question_weight": 1.0,
     "speaker_free_cosine": False,
     "named_speaker_weight": 1.0,
     "date_weight": 1.0,
@@ -60,9 +60,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no-evidence-gate": {"use_evidence_gate": False},
     "no-sleep": {"sleep_auto": False},
     "no-feedback": {"entity_feedback": 0},
-    "no-context": {"reply_weight": 0.0, "follow_up_weight": 0.0, "answered_question_weight": 1.0,
-                   "named_speaker_weight": 1.0,
+    "no-context": {"reply_weight": 0.0, "follow_up_weight": 0.0, "named_speaker_weight": 1.0,
                    "date_weight": 1.0, "first_person_weight": 1.0},
+    "no-asked": {"question_weight": 1.0},
 }
 
 #: Options that are off by default, measured by the benchmarks as methods of their own

@@ -146,7 +146,8 @@ def _forget_child(path: str, log_path: str, speaker: str, fsync_delay: float) ->
 def _agent_child(path: str, log_path: str, first: int, seed: int) -> None:
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     rng = random.Random(seed)
-    mem = Synapse(path, embedder=HashEmbedder(), config=SynapseConfig(dormancy_windows=3))
+    mem = Synapse(path, embedder=HashEmbedder(),
+                  config=SynapseConfig(dormancy_windows=3, dormancy_capacity=0))
     os.write(log, b"OPEN\n")
     n = first
     while True:

@@ -27,11 +27,12 @@ def test_a_memory_written_by_0_1_0_before_the_redesign_loads_and_retrieves_the_s
         assert mem.stats() == expected["stats"]
         assert mem.config.model == "synapse"
         for query, ids in expected["retrieve"].items():
-            # 0.1.0 returned concept nodes too and had no distinctive-evidence term and no
-            # floor under the dense anchors; asked for both kinds with those off, the
-            # ranking is the same
+            # 0.1.0 returned concept nodes too and had no distinctive-evidence term, no
+            # floor under the dense anchors and no discount of what a turn asks; asked for
+            # both kinds with those off, the ranking is the same
             both = mem.retrieve(query, k=8, kinds=("episode", "concept"),
                                 config=mem.config.replace(weight_distinct=0.0,
-                                                          anchor_similarity_ratio=0.0))
+                                                          anchor_similarity_ratio=0.0,
+                                                          question_weight=1.0))
             assert [it.id for it in both.items] == ids
         assert [a["id"] for a in mem.archived()] == ["t3"]

@@ -98,7 +98,7 @@ def test_version_and_the_demo_shows_every_score_term(memory, capsys):
         score, cos, act, pr, lex, only = map(float, m.groups())
         # the adjustments shown after the weighted terms (a demoted echo, a reply's lift...)
         extra = sum(float(v) for v in re.findall(
-            r"\+ (?:echo|superseded|salience|hop|reply|focus) ([+-]\d\.\d\d)", line))
+            r"\+ (?:echo|superseded|salience|hop|reply|asked|focus) ([+-]\d\.\d\d)", line))
         assert (w["similarity"] * cos + w["activation"] * act + w["pagerank"] * pr
                 + w["lexical"] * lex + w["distinct"] * only + extra) == pytest.approx(score, abs=0.012)
 

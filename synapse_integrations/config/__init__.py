@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 from ..errors import ConfigError
 from ..presets import ABLATIONS, PAPER_DEFAULTS
 from .sections import Sectioned, graph_fields, setting
-from .validation import INT_LIMITS, MAX_FACTOR, SECONDS_PER_UNIT, validate
+from .validation import INT_LIMITS, MAX_FACTOR, RETIRED_FIELDS, SECONDS_PER_UNIT, validate
 from .validation import MAX_EMBEDDING_DIM as MAX_EMBEDDING_DIM  # importable here, as before
 
 TimeUnit = Literal["seconds", "minutes", "hours", "days"]
@@ -85,7 +85,14 @@ class SynapseConfig(Sectioned):
             budget nor collects links by being long; 0 (default) keeps the ranked budget
             (docs/benchmarks.md, "Long haystacks": it helped LongMemEval, cost LoCoMo).
         dormancy_epsilon / dormancy_windows: nodes whose activation stays below epsilon for W
-            consolidation windows are archived (moved out of the active graph, recoverable).
+            consolidation windows are dormant, and archived (moved out of the active graph,
+            recoverable) while the graph is over ``dormancy_capacity``.
+        dormancy_capacity: the active graph's bound (the paper's |V| <= 10,000): dormant
+            nodes are archived only while the active graph holds more nodes than this,
+            the longest dormant first and no more than the excess, so a memory under the
+            bound forgets nothing for not being asked about it (an agent that reads
+            between writes lost most of a conversation's turns before its end: the
+            ``bench agent`` end recall). 0: every dormant node is archived at any size.
         pagerank_damping: the damping factor of the graph's PageRank (the score's
             ``weight_pagerank`` term), computed when the graph changes.
 
@@ -207,13 +214,15 @@ class SynapseConfig(Sectioned):
             candidate whenever the statement is; 0 switches it off. The default 0.64 is
             two hops at the spreading factor (statement, question, reply). See
             docs/benchmarks.md, "Follow-up questions".
-        answered_question_weight: the share of its score that a turn which only asks
-            keeps once another speaker has answered it (the turn right after it replies,
-            as for ``reply_weight``): the answer holds what was asked about, and the reply
-            inherits the question's rank. A turn that partly asks ("That looks great! Seen
-            any good movies lately?") keeps ``1 - (1 - w) x`` the share of its characters
-            in sentences that end in "?". 1 switches it off. See docs/benchmarks.md,
-            "Answered questions".
+
+    signals.asks (query-time)
+        question_weight: the share of its score that a turn which only asks keeps (a
+            question is evidence of what was asked, not of the answer): a turn that partly
+            asks keeps ``1 - (1 - w) x`` the share of its characters in sentences that end
+            in "?"; a query about what was asked ("what did I ask you about...") changes
+            nothing (:mod:`~synapse_integrations.core.signals.asks`); 1 switches it off.
+            An answered question's reply inherits its rank before this discount. See
+            docs/benchmarks.md, "Memory in the agent loop".
 
     signals.focus (query-time)
         speaker_free_cosine: when a question names speakers of the memory, its cosines
@@ -272,6 +281,7 @@ class SynapseConfig(Sectioned):
     prune_top_k: int = setting("graph", 15)
     dormancy_epsilon: float = setting("graph", 0.01)
     dormancy_windows: int = setting("graph", 10)
+    dormancy_capacity: int = setting("graph", 10_000)
     max_concepts_per_window: int = setting("graph", 12)
     concepts_per_turn: int = setting("graph", 0)
 
@@ -310,7 +320,7 @@ class SynapseConfig(Sectioned):
     feedback_weight: float = setting("triggers", 0.5)
     reply_weight: float = setting("signals.replies", 0.8)
     follow_up_weight: float = setting("signals.replies", 0.64)
-    answered_question_weight: float = setting("signals.replies", 0.7)
+    question_weight: float = setting("signals.asks", 0.25)
     speaker_free_cosine: bool = setting("signals.focus", True)
     named_speaker_weight: float = setting("signals.focus", 0.85)
     first_person_weight: float = setting("signals.focus", 0.7)
@@ -448,11 +458,14 @@ class SynapseConfig(Sectioned):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SynapseConfig:
-        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming them (and, for a
+        retired field, what replaced it: :data:`RETIRED_FIELDS`)."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
-            raise ConfigError(f"unknown SynapseConfig field(s): {', '.join(unknown)}")
+            hints = "".join(f"; {k} was replaced by {RETIRED_FIELDS[k]}" for k in unknown
+                            if k in RETIRED_FIELDS)
+            raise ConfigError(f"unknown SynapseConfig field(s): {', '.join(unknown)}{hints}")
         return cls(**data)
 
     @classmethod
@@ -479,4 +492,4 @@ class SynapseConfig(Sectioned):
 
 SynapseConfig.GRAPH_FIELDS = graph_fields(SynapseConfig)
 
-__all__ = ["INT_LIMITS", "MAX_FACTOR", "PAPER_DEFAULTS", "SynapseConfig"]
+__all__ = ["INT_LIMITS", "MAX_FACTOR", "PAPER_DEFAULTS", "RETIRED_FIELDS", "SynapseConfig"]

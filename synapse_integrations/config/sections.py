@@ -49,6 +49,7 @@ SECTIONS: dict[str, tuple[When, str]] = {
     "signals.salience": ("query", "the low-salience ranking signal"),
     "signals.versions": ("query", "the versions ranking signal"),
     "signals.replies": ("query", "the replies ranking signal"),
+    "signals.asks": ("query", "the asked ranking signal: what a turn asks"),
     "signals.focus": ("query", "the focus ranking signal: speakers, first person, dates"),
     "switches": ("query", "the mechanism switches of the paper's ablations"),
     "models": ("query", "the retrieval model and its hyperparameters"),
@@ -139,7 +140,7 @@ class Sectioned:
 
         >>> from synapse_integrations.config import SynapseConfig
         >>> SynapseConfig(reply_weight=0.5).section("signals.replies")
-        {'reply_weight': 0.5, 'follow_up_weight': 0.64, 'answered_question_weight': 0.7}
+        {'reply_weight': 0.5, 'follow_up_weight': 0.64}
         """
         if name not in SECTIONS:
             raise ConfigError(f"unknown config section {name!r}; known: {', '.join(SECTIONS)}")

@@ -15,14 +15,15 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["INT_LIMITS", "MAX_EMBEDDING_DIM", "MAX_FACTOR", "SECONDS_PER_UNIT", "validate"]
+__all__ = ["INT_LIMITS", "MAX_EMBEDDING_DIM", "MAX_FACTOR", "RETIRED_FIELDS", "SECONDS_PER_UNIT",
+           "validate"]
 
 #: Upper bounds of the integer fields: each is far above any useful value and low enough
 #: that a config (also one read back from a tampered snapshot) cannot hang retrieval or
 #: consolidation.
 INT_LIMITS: dict[str, int] = {
     "consolidation_interval": 100_000, "association_top_k": 10_000, "prune_top_k": 10_000,
-    "dormancy_windows": 1_000_000, "anchor_top_k": 10_000, "inhibition_top_m": 10_000,
+    "dormancy_windows": 1_000_000, "dormancy_capacity": 1_000_000_000, "anchor_top_k": 10_000, "inhibition_top_m": 10_000,
     "iterations": 100, "top_k": 100_000, "max_concepts_per_window": 1_000,
     "entity_feedback": 100, "concepts_per_turn": 1_000, "surprisal_window": 1_000,
     "sleep_episodes": 1_000_000,
@@ -37,6 +38,14 @@ SECONDS_PER_UNIT: dict[str, float] = {
     "minutes": 60.0,
     "hours": 3600.0,
     "days": 86400.0,
+}
+
+
+#: Fields an earlier version had, and what took their place: a snapshot that holds one
+#: opens without it (core/state/snapshot_checks.py), a config dict naming one is told.
+RETIRED_FIELDS: dict[str, str] = {
+    "answered_question_weight": "question_weight (signals.asks: every turn that asks, "
+                                "answered or not)",
 }
 
 
@@ -59,7 +68,7 @@ def validate(cfg: Any) -> None:
                  "distinct_similarity_ratio", "anchor_similarity_ratio", "gate_presence_min",
                  "surprisal_tau",
                  "gate_presence_similarity", "reply_weight", "follow_up_weight",
-                 "answered_question_weight",
+                 "question_weight",
                  "named_speaker_weight", "date_weight",
                  "first_person_weight",
                  "low_salience_weight"):
@@ -70,7 +79,8 @@ def validate(cfg: Any) -> None:
     need(cfg.consolidation_interval <= INT_LIMITS["consolidation_interval"],
          f"consolidation_interval must be at most {INT_LIMITS['consolidation_interval']}, "
          f"got {cfg.consolidation_interval!r}")
-    for name in ("association_top_k", "prune_top_k", "dormancy_windows", "anchor_top_k",
+    for name in ("association_top_k", "prune_top_k", "dormancy_windows", "dormancy_capacity",
+                 "anchor_top_k",
                  "inhibition_top_m", "iterations", "top_k", "max_concepts_per_window",
                  "entity_feedback", "concepts_per_turn", "surprisal_window",
                  "sleep_episodes"):

@@ -74,8 +74,8 @@ def test_documents_carry_metadata(demo_engine):
     assert set(meta) >= {"id", "kind", "speaker", "timestamp", "score", "components", "path"}
     assert meta["kind"] == "episode" and meta["timestamp"].startswith("2024-")
     assert set(meta["components"]) == {"similarity", "activation", "pagerank", "lexical", "distinct", "echo",
-                                       "superseded", "salience", "hop", "reply", "focus", "weights", "bm25_rank",
-                                       "dense_rank"}
+                                       "superseded", "salience", "hop", "reply", "asked", "focus", "weights",
+                                       "bm25_rank", "dense_rank"}
     assert docs[0].id == meta["id"]
 
 
@@ -93,7 +93,7 @@ def test_shown_score_terms_add_up_to_the_score(demo_engine):
         total = sum(c["weights"][n] * c[n] for n in ("similarity", "activation", "pagerank", "lexical",
                                                      "distinct"))
         assert total + c["echo"] + c["superseded"] + c["salience"] + c["hop"] + c["reply"] \
-            + c["focus"] == \
+            + c["asked"] + c["focus"] == \
             pytest.approx(d.metadata["score"], abs=1e-9)
         assert sum(score_terms(c).values()) == pytest.approx(d.metadata["score"], abs=1e-9)
     item = demo_engine.retrieve(ANSWERABLE, k=3).items[0]

@@ -28,7 +28,7 @@ NEWEST = SynapseConfig().replace(
     model="newest", weight_similarity=0.0, weight_lexical=0.0, weight_pagerank=0.0,
     weight_activation=1.0, weight_distinct=0.0, entity_feedback=0, reply_weight=0.0,
     follow_up_weight=0.0, first_person_weight=1.0, named_speaker_weight=1.0, date_weight=1.0,
-    score_all_nodes=True)
+    question_weight=1.0, score_all_nodes=True)
 
 
 @pytest.fixture
@@ -222,7 +222,8 @@ def test_the_json_keys(tiny, newest) -> None:
         assert set(m) == {"ask", "end", "transcript", "hub_turn", "latency_ms"}, name
         for phase in ("ask", "end"):
             assert set(m[phase]) == {f"{metric}@{k}" for k in (5, 10) for metric in (
-                "recall", "question_above_evidence", "stored_per_k")} | {"hub_share@5"}
+                "recall", "question_above_evidence", "stored_per_k", "context_tokens")} \
+                | {"hub_share@5", "tokens_recall@1000", "tokens_recall@2000"}
             for values in m[phase].values():
                 assert set(values) == {"1", "2", "3", "4", "5", "1-4"}
         assert set(m["latency_ms"]) == {"first_after_write", "warm"}

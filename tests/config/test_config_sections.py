@@ -20,7 +20,7 @@ GRAPH_FIELDS_BEFORE = (
     "dedup_threshold", "ema_momentum",
     "abstraction_weight", "abstraction_scope", "association_threshold", "association_top_k",
     "temporal_rho", "temporal_unit", "temporal_bidirectional", "prune_top_k", "dormancy_epsilon",
-    "dormancy_windows", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",
+    "dormancy_windows", "dormancy_capacity", "max_concepts_per_window", "concepts_per_turn", "pagerank_damping",
     "reconsolidation", "surprisal_gate", "surprisal_tau", "surprisal_window", "sleep_auto",
     "sleep_episodes", "sleep_seconds", "sleep_archive_sources",
 )
@@ -29,7 +29,8 @@ GRAPH_FIELDS_BEFORE = (
 SIGNAL_SECTIONS = {
     "signals.salience": ("low_salience_weight",),
     "signals.versions": ("superseded_weight", "version_recency"),
-    "signals.replies": ("reply_weight", "follow_up_weight", "answered_question_weight"),
+    "signals.replies": ("reply_weight", "follow_up_weight"),
+    "signals.asks": ("question_weight",),
     "signals.focus": ("speaker_free_cosine", "named_speaker_weight", "first_person_weight",
                       "date_weight"),
 }
@@ -41,7 +42,7 @@ def test_every_field_is_in_exactly_one_section() -> None:
     sections = SynapseConfig.sections()
     assert list(sections) == list(SECTIONS)  # every section of the table, in its order
     placed = [name for names in sections.values() for name in names]
-    assert sorted(placed) == sorted(FIELDS) and len(placed) == len(set(placed)) == 79
+    assert sorted(placed) == sorted(FIELDS) and len(placed) == len(set(placed)) == 80
     for f in dataclasses.fields(SynapseConfig):
         assert f.metadata["section"] in SECTIONS, f.name
         assert SynapseConfig.section_of(f.name) == f.metadata["section"]
@@ -71,8 +72,7 @@ def test_the_signal_sections_keep_their_names_and_fields() -> None:
 
 def test_section_values() -> None:
     cfg = SynapseConfig(reply_weight=0.5, dedup_threshold=0.8, model_params={"ppr": {"tol": 1e-4}})
-    assert cfg.section("signals.replies") == {"reply_weight": 0.5, "follow_up_weight": 0.64,
-                                              "answered_question_weight": 0.7}
+    assert cfg.section("signals.replies") == {"reply_weight": 0.5, "follow_up_weight": 0.64}
     assert cfg.section("embeddings") == {"embedding_dim": 384}
     assert cfg.section("graph")["dedup_threshold"] == 0.8
     assert cfg.section("models") == {"model": "synapse", "model_params": {"ppr": {"tol": 1e-4}}}

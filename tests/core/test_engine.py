@@ -187,8 +187,8 @@ def test_entity_feedback_reads_episodes_by_their_own_evidence_not_a_borrowed_lif
     by words that are not its own: its entities do not feed the second pass."""
     import dataclasses
 
-    from synapse_integrations.core.retrieval import passes as retrieval
     from synapse_integrations.core.kernels import scoring
+    from synapse_integrations.core.retrieval import passes as retrieval
 
     memory.add_turns(bridge_conversation())
     memory.consolidate()
@@ -468,16 +468,67 @@ def test_archive_and_restore(memory):
         memory.restore(["nope"])
 
 
+def _queried_windows(mem: Synapse) -> list[str]:
+    """Five turns, then three more windows of filler, each queried about something else."""
+    first = mem.add_turns(bridge_conversation()[:5])
+    for i in range(3):
+        mem.retrieve("coffee roasting downtown")
+        mem.add_turns(FILLER[5 * i:5 * i + 5])
+    return first
+
+
 def test_dormant_nodes_are_archived_after_w_queried_windows(tmp_path, embedder):
-    cfg = SynapseConfig(dormancy_windows=2, consolidation_interval=5)
+    cfg = SynapseConfig(dormancy_windows=2, consolidation_interval=5, dormancy_capacity=0)
     with Synapse(tmp_path / "m", embedder=embedder, config=cfg) as mem:
-        first = mem.add_turns(bridge_conversation()[:5])
-        for i in range(3):  # three more windows, each queried about something else
-            mem.retrieve("coffee roasting downtown")
-            mem.add_turns(FILLER[5 * i:5 * i + 5])
+        first = _queried_windows(mem)
         archived = {r["id"] for r in mem.archived()}
         assert set(first) & archived
         assert mem.stats()["archived"] == len(archived)
+
+
+def test_a_graph_under_its_capacity_archives_nothing(tmp_path, embedder):
+    cfg = SynapseConfig(dormancy_windows=2, consolidation_interval=5)  # capacity 10,000
+    with Synapse(tmp_path / "m", embedder=embedder, config=cfg) as mem:
+        _queried_windows(mem)
+        assert mem.stats()["archived"] == 0
+        assert mem.retrieve("ski trip to Whistler", k=3).items  # every turn still answers
+
+
+def test_over_capacity_only_the_excess_is_archived(tmp_path, embedder):
+    free = SynapseConfig(dormancy_windows=2, consolidation_interval=5, dormancy_capacity=0)
+    with Synapse(tmp_path / "a", embedder=embedder, config=free) as mem:
+        _queried_windows(mem)
+        every = mem.stats()["archived"]  # what an unbounded graph archives
+        size = len(mem.graph) + every
+    bound = size - 3
+    with Synapse(tmp_path / "b", embedder=embedder,
+                 config=free.replace(dormancy_capacity=bound)) as mem:
+        _queried_windows(mem)
+        assert 0 < mem.stats()["archived"] < every
+
+
+def test_the_ledger_archives_the_longest_dormant_down_to_the_capacity():
+    from types import SimpleNamespace
+
+    import networkx as nx
+
+    from synapse_integrations.core.ingest.consolidation import DormancyLedger
+
+    g = nx.DiGraph()
+    g.add_nodes_from([("a", {"dormant": 1}), ("b", {"dormant": 4}), ("c", {}), ("d", {"dormant": 4}),
+                      ("e", {})])
+    state = SimpleNamespace(graph=SimpleNamespace(g=g))
+    ledger = DormancyLedger()
+    ledger.observe(["e"])
+    # after the step: a 2, b 5, c 1, d 5, e 0; dormant at 2 windows: a, b, d
+    assert ledger.step(state, windows=2, capacity=3) == ["b", "d"]  # 5 nodes, 2 over
+    assert g.nodes["e"]["dormant"] == 0 and g.nodes["c"]["dormant"] == 1
+    ledger.observe([])
+    # a 3, b 6, c 2, d 6, e 1: unbounded, every dormant one
+    assert ledger.step(state, windows=2, capacity=0) == ["a", "b", "c", "d"]
+    ledger.observe([])
+    assert ledger.step(state, windows=2, capacity=10) == []  # under the bound: none
+    assert ledger.step(state, windows=2, capacity=1) == []  # not queried in the window
 
 
 def test_no_archiving_without_queries(tmp_path, embedder):

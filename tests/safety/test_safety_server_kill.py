@@ -97,7 +97,7 @@ def test_sigkill_of_a_busy_server_loses_no_acknowledged_turn(tmp_path: Path, cap
     path = tmp_path / "mem"
     for ns in NAMESPACES:  # short dormancy, stored in each namespace's config
         Synapse(path, namespace=ns, embedder=HashEmbedder(),
-                config=SynapseConfig(dormancy_windows=2)).close()
+                config=SynapseConfig(dormancy_windows=2, dormancy_capacity=0)).close()
     rng = random.Random(45)
     srv = ServerProcess("http", path, "--embedder", "hashing")
     srv.start()

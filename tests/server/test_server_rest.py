@@ -137,10 +137,11 @@ def test_filters_and_the_gate_decision(server, remote):
     assert raw["gate"]["decision"] in ("accepted", "rejected") and "gate_tau" in raw["gate"]["reason"]
     comps = raw["items"][0]["components"]  # every term of the score, and the weights that add it up
     assert set(comps) == {"similarity", "activation", "pagerank", "bm25_rank", "dense_rank", "lexical",
-                          "distinct", "echo", "superseded", "salience", "hop", "reply", "focus",
-                          "weights"}
+                          "distinct", "echo", "superseded", "salience", "hop", "reply", "asked",
+                          "focus", "weights"}
     total = sum(w * comps[name] for name, w in comps["weights"].items()) + comps["echo"] \
-        + comps["superseded"] + comps["salience"] + comps["hop"] + comps["reply"] + comps["focus"]
+        + comps["superseded"] + comps["salience"] + comps["hop"] + comps["reply"] + comps["asked"] \
+        + comps["focus"]
     assert total == pytest.approx(raw["items"][0]["score"], abs=1e-9)
     nothing = remote.retrieve_explained("zzz qqq xxx", k=3)
     assert nothing["rejected"] and nothing["gate"]["decision"] == "rejected"

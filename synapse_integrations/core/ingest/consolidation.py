@@ -12,7 +12,10 @@ incoming edges are pruned to the strongest ``prune_top_k``.
 the memory was queried during the current window. Retrieval reports what it activated;
 the engine passes that to :meth:`DormancyLedger.observe`; each window ends with
 :meth:`DormancyLedger.step`, which counts the dormant windows and names the nodes to
-archive (activation below epsilon for ``dormancy_windows`` windows).
+archive: dormant (activation below epsilon for ``dormancy_windows`` windows) while the
+active graph holds more than ``dormancy_capacity`` nodes, the longest dormant first, as
+many as it holds over the bound (the paper's garbage collection keeps the graph at most
+10,000 nodes; it does not ask to forget a smaller one).
 """
 
 from __future__ import annotations
@@ -105,22 +108,29 @@ class DormancyLedger:
         """Nodes that no longer exist."""
         self.active.difference_update(ids)
 
-    def step(self, state: MemoryState, *, windows: int) -> list[str]:
+    def step(self, state: MemoryState, *, windows: int, capacity: int = 0) -> list[str]:
         """End of a window: count a dormant window for every node not active in it (only
-        when the memory was queried); return the nodes dormant for ``windows`` windows."""
+        when the memory was queried); return the nodes to archive: those dormant for
+        ``windows`` windows, or with a ``capacity`` (> 0) only while the graph holds more
+        nodes than that, the longest dormant first (the oldest among equals), as many
+        as it holds over it."""
         if self.queries == 0 or windows == 0:
             return []
-        dormant = []
-        for n, d in state.graph.g.nodes(data=True):
+        g = state.graph.g
+        dormant: list[tuple[int, int, str]] = []
+        for age, (n, d) in enumerate(g.nodes(data=True)):
             if n in self.active:
                 d["dormant"] = 0
             else:
                 d["dormant"] = d.get("dormant", 0) + 1
                 if d["dormant"] >= windows:
-                    dormant.append(n)
+                    dormant.append((-d["dormant"], age, n))
         self.queries = 0
         self.active = set()
-        return dormant
+        if capacity > 0:
+            dormant.sort()
+            dormant = dormant[:max(g.number_of_nodes() - capacity, 0)]
+        return [n for *_, n in dormant]
 
 
 class Consolidator:
@@ -178,7 +188,8 @@ class Consolidator:
                                                            extraction.relations)
             state.write_concept_vectors(list(touched))
         pruned = state.prune_incoming(list(touched) + window, cfg.prune_top_k)
-        dormant = self.dormancy.step(state, windows=cfg.dormancy_windows)
+        dormant = self.dormancy.step(state, windows=cfg.dormancy_windows,
+                                     capacity=cfg.dormancy_capacity)
         if dormant:
             state.archive(dormant)
         state.windows += 1

@@ -8,7 +8,7 @@ with no other edit.
 
 >>> from synapse_integrations.core.signals import signal_names
 >>> signal_names()
-('salience', 'superseded', 'echo', 'reply', 'focus')
+('salience', 'superseded', 'echo', 'reply', 'asked', 'focus')
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import dataclasses
 
 from ...errors import ConfigError
 from ...types import ScoreComponents
+from .asks import Asks
 from .base import HOP, Candidates, Signal, WriteContext, holds_place, own_evidence
 from .echoes import Echoes
 from .focus import Focus
@@ -62,4 +63,5 @@ register(Salience())
 register(Versions())
 register(Echoes())
 register(Replies())
+register(Asks())
 register(Focus())

@@ -23,19 +23,11 @@ spreading factor squared by default. Only a question of at most
 of its own (an assistant's reply that ends in an offer), and what comes after it answers
 that, not the turn before it (LongMemEval, docs/benchmarks.md, "Follow-up questions").
 
-Once a question has been answered, the answer is the memory: "Cool! What type of music
-do you play?" shares the words of "What music does Caroline play?" but says nothing of it,
-and ranked above the reply it takes a place the reply (which inherits its rank) should
-have. So a question answered by the next turn keeps ``1 - (1 - w) x`` its *asked share*
-of its score (:func:`hand_over`, ``w`` = ``answered_question_weight``; the asked share is
-the part of its text in sentences that end in "?", :func:`asked_share`): "That looks
-great! Seen any good movies lately?" keeps more than a turn that only asks. A question no
-one answered, or one the assistant answered, keeps its score: it may be all that memory
-holds of what the user asked (LongMemEval's user turns).
-
-The lift (>= 0) and the hand-over (<= 0) are reported as the ``reply`` score component,
-so an item's terms still add up to its score. (What a question names, a speaker or a
-date, is :mod:`.focus`.)
+Once a question has been answered, the answer is the memory: the reply inherits the
+question's rank as found, and the question then keeps only part of its score, as every
+turn that asks does (:mod:`.asks`, which runs after this signal). The lift (>= 0) is
+reported as the ``reply`` score component, so an item's terms still add up to its score.
+(What a question names, a speaker or a date, is :mod:`.focus`.)
 
 >>> import numpy as np
 >>> from synapse_integrations.core.graph.graph import Compiled
@@ -61,18 +53,16 @@ date, is :mod:`.focus`.)
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from ..graph.roles import role_turns
 from ..kernels import scoring
-from ..text.documents import without_speaker
 from .base import Candidates, Signal
 
-__all__ = ["FOLLOW_UP_CHARS", "REPLY_WINDOW", "asked_share", "follow_ups", "hand_over",
-           "lift_replies", "replies_to", "with_replies"]
+__all__ = ["FOLLOW_UP_CHARS", "REPLY_WINDOW", "follow_ups", "lift_replies", "replies_to",
+           "with_replies"]
 
 #: Longest pause (event-time seconds) between a question and the turn that answers it,
 #: and between a statement and the question that follows it up.
@@ -101,15 +91,6 @@ def _seq(view: Any, start: int = 0) -> np.ndarray:
     """Each node's creation number from ``start`` on (0 where it has none)."""
     return np.fromiter((s or 0 for s in view.node_values("seq", 0)[start:]), dtype=np.int64,
                        count=view.n - start)
-
-
-def _shares(view: Any, start: int = 0) -> np.ndarray:
-    """Each node's :func:`asked_share` from ``start`` on (0 without a ``?``: none asked)."""
-    texts, speakers = view.node_values("text"), view.node_values("speaker")
-    out = np.zeros(view.n - start)
-    for i in np.flatnonzero(view.per_node("conversation.asks", _asks)[start:]).tolist():
-        out[i] = asked_share(texts[start + i] or "", speakers[start + i])
-    return out
 
 
 def _pairs(view: Any, episodes: np.ndarray, out: np.ndarray, start: int = 0) -> np.ndarray:
@@ -245,68 +226,10 @@ def lift_replies(view: Any, cand: np.ndarray, score: np.ndarray, weight: float,
     return score + lift, lift
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def asked_share(text: str, speaker: str | None = None) -> float:
-    """The share of ``text``'s characters (its speaker's ``"Name: "`` left out) in
-    sentences that end in a question mark (closing quotes and brackets aside).
-
-    >>> asked_share("Seen any good movies lately?"), asked_share("I went skiing.")
-    (1.0, 0.0)
-    >>> round(asked_share("Ann: Wow, that looks great! Seen any good movies?", "Ann"), 1)
-    0.5
-    """
-    text = without_speaker(speaker, text)
-    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s]
-    total = sum(len(s) for s in sentences)
-    if total == 0:
-        return 0.0
-    asked = sum(len(s) for s in sentences if s.rstrip("\"')]}»”’ ").endswith("?"))
-    return asked / total
-
-
-def _asked(view: Any, out: np.ndarray | None = None, m: int = 0) -> np.ndarray:
-    """Per node, the asked share of a question another speaker answered (0 elsewhere);
-    grown from ``out``, the one for the first ``m`` nodes, by the questions the turns
-    stored after them answer."""
-    out = np.zeros(view.n) if out is None else np.concatenate([out, np.zeros(view.n - m)])
-    answered = np.unique(_replies(view)[m:, 0])
-    answered = answered[answered >= 0]
-    out[answered] = view.per_node("conversation.shares", _shares)[answered]
-    return out
-
-
-def hand_over(view: Any, cand: np.ndarray, score: np.ndarray, weight: float
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """Each answered question among ``cand`` keeps ``1 - (1 - weight) x`` its asked share
-    of its score (module docstring; ``weight`` 1: unchanged). Returns the scores and the
-    change per candidate (0, or negative). Apply it after :func:`lift_replies`: the reply
-    inherits the question's rank as found.
-
-    >>> from synapse_integrations.core.graph.graph import Compiled
-    >>> v = Compiled.from_arrays(["q", "a", "o"], np.eye(3), src=[], dst=[], weight=[],
-    ...     is_episode=[True] * 3, attrs={"seq": [1, 2, 3], "ts": [0.0, 5.0, 9.0],
-    ...     "speaker": ["Ann", "Bo", "Ann"], "metadata": [{}] * 3,
-    ...     "text": ["Ann: Where do you work?", "Bo: At the bakery.", "Ann: Any plans?"]})
-    >>> score, change = hand_over(v, np.arange(3), np.array([1.0, 0.8, 0.5]), 0.7)
-    >>> score.round(2).tolist(), change.round(2).tolist()
-    ([0.7, 0.8, 0.5], [-0.3, 0.0, 0.0])
-    """
-    score = np.asarray(score, dtype=np.float64)
-    if weight >= 1.0 or cand.size == 0:
-        return score, np.zeros(score.shape)
-    share = view.derived("conversation.asked", _asked,
-                         lambda old, v, m: _asked(v, old, m))[cand]
-    change = 0.0 - (1.0 - weight) * share * np.maximum(score, 0.0)  # 0.0 - x: no -0.0
-    return score + change, change
-
-
 class Replies(Signal):
     """The conversation (``reply``): a reply scores with the question it answers and the
-    statement that question followed up (:func:`lift_replies`), then an answered question
-    hands its place to its answer (:func:`hand_over`). The lift is lent by the question,
-    not the reply's own evidence."""
+    statement that question followed up (:func:`lift_replies`). The lift is lent by the
+    question, not the reply's own evidence."""
 
     name = "reply"
     section = "signals.replies"
@@ -317,6 +240,4 @@ class Replies(Signal):
 
     def adjust(self, ctx: Candidates, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         cfg = ctx.cfg
-        score, lift = lift_replies(ctx.view, ctx.cand, score, cfg.reply_weight, cfg.follow_up_weight)
-        score, handed = hand_over(ctx.view, ctx.cand, score, cfg.answered_question_weight)
-        return score, lift + handed
+        return lift_replies(ctx.view, ctx.cand, score, cfg.reply_weight, cfg.follow_up_weight)

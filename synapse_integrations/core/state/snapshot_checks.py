@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ...config import SynapseConfig
+from ...config import RETIRED_FIELDS, SynapseConfig
 from ...errors import InvalidInputError, SnapshotError
 from ..graph.graph import EDGE_KINDS, MemoryGraph
 from .validation import (
@@ -33,10 +33,13 @@ __all__ = ["stored_config", "valid_sources", "validate_snapshot"]
 
 
 def stored_config(data: Any, *, warn: bool = True) -> SynapseConfig:
-    """The config saved with a snapshot. Fields this version does not know (written by a
-    newer version) are ignored with a warning instead of making the memory unreadable."""
+    """The config saved with a snapshot. Fields an older version had
+    (:data:`~synapse_integrations.config.RETIRED_FIELDS`) are dropped; fields this version
+    does not know (written by a newer version) are ignored with a warning instead of making
+    the memory unreadable."""
     if isinstance(data, Mapping):
         known = {f.name for f in dataclasses.fields(SynapseConfig)}
+        data = {k: v for k, v in data.items() if k not in RETIRED_FIELDS}  # an older version's
         unknown = sorted(set(data) - known)
         if unknown:
             if warn:

@@ -332,6 +332,11 @@ looking curious wondering""".split())
 #: A number before one of these is a time of day, not a value.
 CLOCK_WORDS = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
 
+#: A query holding one of these is about what was asked ("What did I ask you about
+#: Lisbon?"), so a turn's question is what it wants (core/signals/asks.py).
+ASKING_WORDS = frozenset("""ask asked asking asks question questions wonder wondered wondering
+inquire inquired inquiry request requested""".split())
+
 #: Words that open a real question (a sentence ending in "?" that starts otherwise,
 #: "remember when I got pre-approved for $400,000?", still states something).
 QUESTION_OPENERS = frozenset("""what how when where who whom whose why which do does did can

@@ -239,7 +239,7 @@ def test_concept_rows_follow_adds_merges_removals_archive_and_restore() -> None:
 
 
 #: what retrieval derives from node attributes alone and grows with the view
-_GROWN = ("replies", "conversation.asked", "focus.speakers", "user-turns", "fact-nodes",
+_GROWN = ("replies", "asks.shares", "focus.speakers", "user-turns", "fact-nodes",
           "low-salience", "echo-sources", "speakers", "gate.names", "times")
 
 

@@ -1,5 +1,5 @@
-"""Conversational context (core/conversation.py): replies scored with their question; and
-the focus on the speaker a question names (core/focus.py) in the engine. Kernels against
+"""Conversational context (core/signals/replies.py): replies scored with their question; and
+the focus on the speaker a question names (core/signals/focus.py) in the engine. Kernels against
 hand-computed values, then the real engine (real MiniLM, real Chroma)."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 
 from synapse_integrations import SynapseConfig
 from synapse_integrations.core.signals.replies import (
-    FOLLOW_UP_CHARS, REPLY_WINDOW, asked_share, follow_ups, hand_over, lift_replies, replies_to,
-    with_replies,
+    FOLLOW_UP_CHARS, REPLY_WINDOW, follow_ups, lift_replies, replies_to, with_replies,
 )
 from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.errors import ConfigError
@@ -123,45 +122,9 @@ def test_the_reply_joins_and_scores_with_the_statement_its_question_followed_up(
     assert score.tolist() == pytest.approx([0.2, 0.16])
 
 
-@pytest.mark.parametrize("text,speaker,share", [
-    ("Where do you work?", None, 1.0),
-    ("I restore violins.", None, 0.0),
-    ("Sam: Where do you work?", "Sam", 1.0),
-    ("Great news! Where is it?", None, 12 / 23),         # 11 characters tell, 12 ask
-    ("She asked \"why?\" and left.", None, 0.0),        # a quoted ? inside a sentence
-    ("Did you say \"yes?\"", None, 1.0),                # closing quote after the ?
-    ("", None, 0.0),
-])
-def test_asked_share_is_the_share_of_characters_in_question_sentences(text, speaker, share):
-    assert asked_share(text, speaker) == pytest.approx(share)
-
-
-def test_an_answered_question_hands_part_of_its_score_to_the_answer():
-    v = _view([("Ann", "Ann: Nice! Where do you work?", 0.0, None),   # e0 asks, e1 answers
-               ("Bo", "Bo: At the bakery.", 5.0, None),
-               ("Bo", "Bo: Any plans for the weekend?", 9.0, None),   # e2: no one answered
-               ("assistant", "What else can I help with?", 10.0, "assistant"),
-               ("user", "Nothing, thanks.", 11.0, "user")])           # e4 answers e3
-    cand = np.arange(5)
-    score = np.array([1.0, 0.2, 0.6, 0.5, 0.1])
-    share = len("Where do you work?") / (len("Nice!") + len("Where do you work?"))
-    out, change = hand_over(v, cand, score, 0.7)
-    assert change.tolist() == pytest.approx([-0.3 * share, 0.0, 0.0, -0.15, 0.0])
-    assert out.tolist() == pytest.approx((score + change).tolist())
-    # weight 1 (the paper's preset): nothing changes; only candidates are touched
-    assert hand_over(v, cand, score, 1.0)[1].tolist() == [0.0] * 5
-    sub = np.array([1, 2])
-    assert hand_over(v, sub, score[sub], 0.7)[1].tolist() == [0.0, 0.0]
-    # the reply inherits the question's score as found, before the hand-over
-    lifted, lift = lift_replies(v, cand, score, 0.8)
-    assert lifted[1] == pytest.approx(0.8)
-    handed, _ = hand_over(v, cand, lifted, 0.7)
-    assert handed[1] > handed[0]
-
-
 @pytest.mark.parametrize("field,value", [("reply_weight", -0.1), ("reply_weight", 1.5),
-                                         ("answered_question_weight", -0.2),
-                                         ("answered_question_weight", 1.2),
+                                         ("question_weight", -0.2),
+                                         ("question_weight", 1.2),
                                          ("follow_up_weight", -0.5), ("follow_up_weight", 1.1),
                                          ("named_speaker_weight", 2.0), ("date_weight", -1.0),
                                          ("first_person_weight", 1.01)])
@@ -204,16 +167,17 @@ def test_engine_ranks_the_answer_with_its_question(memory):
     off = SynapseConfig(reply_weight=0.0, named_speaker_weight=1.0)
     ask = "What does Dana do for work?"
     before = _ranked(memory.retrieve(ask, k=8, config=off))
-    res = memory.retrieve(ask, k=8)
+    res = memory.retrieve(ask, k=len(TURNS) + 30)  # every turn, the question's included
     after = _ranked(res)
     assert after.index(answer) < before.index(answer), (before, after)
+    assert after.index(answer) < after.index(question)
     item = next(it for it in res.items if it.id == answer)
     asked = next(it for it in res.items if it.id == question)
     terms = item.components.terms()
     assert terms["reply"] > 0  # lifted: 0.8 x its question's score (before the focus on Dana)
-    # the question's score as found: before its own hand-over to this answer and the focus
-    found = asked.score - asked.components.focus - asked.components.reply
-    assert asked.components.reply < 0  # answered: it hands part of its place over
+    # the question's score as found: before its discount as a question and the focus
+    found = asked.score - asked.components.focus - asked.components.asked
+    assert asked.components.asked < 0 and asked.components.reply == 0
     assert item.score == pytest.approx(memory.config.reply_weight * found)
     assert sum(terms.values()) == pytest.approx(item.score)
     # the question names Dana: Sam's turns are demoted, Dana's are not
@@ -267,13 +231,14 @@ def test_engine_ranks_the_answer_above_the_question_it_answers(memory):
     ids = _store(memory, COMET_TURNS)
     question, answer = ids[COMET_TURNS[0][1]], ids[COMET_TURNS[1][1]]
     ask = "Did anyone see the comet?"
-    off = memory.config.replace(answered_question_weight=1.0)
+    off = memory.config.replace(question_weight=1.0)
     assert _ranked(memory.retrieve(ask, k=6, config=off))[:2] == [question, answer]
     res = memory.retrieve(ask, k=6)
     assert _ranked(res)[:2] == [answer, question]
     asked = next(it for it in res.items if it.id == question)
-    assert asked.components.reply == pytest.approx(-0.3 * (asked.score - asked.components.reply))
+    keep = memory.config.question_weight
+    assert asked.components.asked == pytest.approx(
+        -(1 - keep) * (asked.score - asked.components.asked))
     assert sum(asked.components.terms().values()) == pytest.approx(asked.score)
-    # the gate reads the memory its own relevance placed first: the question, as before
-    assert res.confidence == pytest.approx(memory.retrieve(ask, k=6, config=off).confidence)
-    assert res.confidence == pytest.approx(asked.components.similarity)
+    reply = next(it for it in res.items if it.id == answer)
+    assert reply.components.reply > 0  # it inherited the question's rank before the discount

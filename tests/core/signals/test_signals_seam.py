@@ -96,7 +96,7 @@ def test_each_signal_names_a_config_section_that_holds_its_settings() -> None:
             assert signal.section in sections, f"{signal!r}: no config section {signal.section!r}"
             assert sections[signal.section], f"{signal!r}: section {signal.section!r} is empty"
             assert not SynapseConfig.is_graph_time(signal.section), f"{signal!r} reads graph-time settings"
-    # the four with settings: each of its settings changes the ranking at query time only
+    # the five with settings: each of its settings changes the ranking at query time only
     assert {s.name: s.section for s in signals.signals() if s.section} == {
         "salience": "signals.salience", "superseded": "signals.versions",
-        "reply": "signals.replies", "focus": "signals.focus"}
+        "reply": "signals.replies", "asked": "signals.asks", "focus": "signals.focus"}

@@ -1,0 +1,107 @@
+"""What a turn asks (core/signals/asks.py): the asked share, the discount against
+hand-computed values, the query about asking; then the real engine (real MiniLM, real
+Chroma) on the issue's case: a stored question below the statement that answers it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from synapse_integrations import SynapseConfig
+from synapse_integrations.core.graph.graph import Compiled
+from synapse_integrations.core.signals.asks import (
+    about_asking,
+    asked_share,
+    discount_asked,
+)
+from synapse_integrations.errors import ConfigError
+
+
+def _view(texts):
+    n = len(texts)
+    return Compiled.from_arrays([f"e{i}" for i in range(n)], np.eye(n), src=[], dst=[],
+                                weight=[], is_episode=[True] * n,
+                                attrs={"speaker": [None] * n, "metadata": [{}] * n,
+                                       "text": list(texts)})
+
+
+@pytest.mark.parametrize("text,speaker,share", [
+    ("Where do you work?", None, 1.0),
+    ("I restore violins.", None, 0.0),
+    ("Sam: Where do you work?", "Sam", 1.0),
+    ("Great news! Where is it?", None, 12 / 23),         # 11 characters tell, 12 ask
+    ("She asked \"why?\" and left.", None, 0.0),        # a quoted ? inside a sentence
+    ("Did you say \"yes?\"", None, 1.0),                # closing quote after the ?
+    ("", None, 0.0),
+])
+def test_asked_share_is_the_share_of_characters_in_question_sentences(text, speaker, share):
+    assert asked_share(text, speaker) == pytest.approx(share)
+
+
+def test_every_turn_keeps_its_told_share_and_weight_times_its_asked_share():
+    v = _view(["Nice! Where do you work?",      # partly asks
+               "At the bakery.",                # tells
+               "Any plans for the weekend?",    # asks, answered or not
+               "What else can I help with?"])   # the assistant's question: the same rule
+    cand = np.arange(4)
+    score = np.array([1.0, 0.2, 0.6, -0.1])
+    share = len("Where do you work?") / (len("Nice!") + len("Where do you work?"))
+    out, change = discount_asked(v, cand, score, 0.25)
+    # 1 - (1 - 0.25) x share of a positive score; a negative score is left alone
+    assert change.tolist() == pytest.approx([-0.75 * share, 0.0, -0.45, 0.0])
+    assert out.tolist() == pytest.approx((score + change).tolist())
+    assert discount_asked(v, cand, score, 1.0)[1].tolist() == [0.0] * 4  # 1: off
+    sub = np.array([1, 2])  # only the candidates are read, in their order
+    assert discount_asked(v, sub, score[sub], 0.25)[1].tolist() == pytest.approx([0.0, -0.45])
+
+
+@pytest.mark.parametrize("query,about", [
+    ("What did I ask you about Lisbon?", True),
+    ("Which questions did Ana have about the move?", True),
+    ("I was wondering where my sister lives", True),
+    ("Where does my sister live?", False),
+    ("What did Ana say about Lisbon?", False),
+])
+def test_a_query_about_asking_is_told_apart(query, about):
+    assert about_asking(query) is about
+
+
+def test_question_weight_is_checked():
+    with pytest.raises(ConfigError, match="question_weight"):
+        SynapseConfig(question_weight=1.5)
+
+
+T0 = datetime(2024, 3, 1, 18, 0, tzinfo=timezone.utc)
+#: the agent loop of issue 47: a fact, then the user's question about it and the
+#: assistant's acknowledgement, recorded as the middleware records a chat
+LOOP = [("user", "My sister Ana moved to Lisbon last year."),
+        ("assistant", "That's a big move! How is she finding it?"),
+        ("user", "Where does my sister live?"),
+        ("assistant", "Let me check my notes.")]
+
+
+@pytest.mark.model
+def test_a_stored_question_ranks_below_the_statement_that_answers_it(tmp_path):
+    from synapse_integrations import Synapse
+
+    with Synapse(tmp_path / "m") as mem:
+        ids = mem.add_turns([{"text": t, "speaker": s, "metadata": {"role": s},
+                              "timestamp": T0 + timedelta(minutes=i)}
+                             for i, (s, t) in enumerate(LOOP)])
+        fact, question = ids[0], ids[2]
+        ask = "Where does my sister Ana live?"
+        off = mem.retrieve(ask, k=4, config=mem.config.replace(question_weight=1.0))
+        assert [it.id for it in off.items][0] == question  # the issue's failure, unchanged
+        res = mem.retrieve(ask, k=4)
+        order = [it.id for it in res.items]
+        assert order[0] == fact, [it.text for it in res.items]
+        held = next(it for it in res.items if it.id == question)
+        assert held.components.asked < 0 and sum(held.components.terms().values()) == \
+            pytest.approx(held.score)
+        assert res.accepted  # the statement is evidence enough for the gate
+        # asked about the asking, the question is what the query wants
+        about = mem.retrieve("What did I ask you about my sister?", k=4)
+        assert [it.id for it in about.items][0] == question
+        assert all(it.components.asked == 0 for it in about.items)
