@@ -60,6 +60,7 @@ from .agent_metrics import (
     stored_in_top,
 )
 from .baselines import BaselineRanker, is_baseline
+from .context_cost import TokenCounter, context_section
 from .locomo import load_locomo
 from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval, read_json
 from .metrics import mean_by_key, percentiles, recall_at_k
@@ -390,8 +391,10 @@ def run_agent(
                              base_config=base_config, progress=progress)
         transcript_recs = state.records
         run.seconds["transcript"] = time.perf_counter() - t0
+    counter = TokenCounter()  # the memory text an agent is handed (.context_cost)
+    lengths = {name: counter.lengths(texts) for name, texts in run.texts.items()}
     for m in methods:
-        out["methods"][m] = _method_entry(run, m, ds, ks, transcript_recs)
+        out["methods"][m] = _method_entry(run, m, ds, ks, transcript_recs, lengths)
     # every replay's writes (one replay per memory and graph configuration)
     n_turns = run.written["transcript"] + run.written["stored"]
     seconds = run.seconds["ingest"]
@@ -410,10 +413,12 @@ def _keyed(values: dict[str, float], ds: AgentDataset) -> dict[str, float | None
     return {key: values.get(key) for key in (*ds.keys, *ds.pools)}
 
 
-def _phase_entry(recs: list[AgentRecord], run: _Run, ds: AgentDataset,
-                 ks: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _phase_entry(recs: list[AgentRecord], run: _Run, ds: AgentDataset, ks: Sequence[int],
+                 lengths: Mapping[str, Mapping[str, int]]
+                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     pools = {k: list(v) for k, v in ds.pools.items()}
-    entry: dict[str, Any] = {}
+    entry: dict[str, Any] = context_section(recs, lambda r: lengths[r.memory], ds.keys,
+                                            ds.pools, ks)
     with_ev = [r for r in recs if r.evidence]
     for k in ks:
         entry[f"recall@{k}"] = _keyed(mean_by_key(
@@ -457,18 +462,21 @@ def _latency(values: Sequence[float]) -> dict[str, float] | None:
 
 
 def _method_entry(run: _Run, m: str, ds: AgentDataset, ks: Sequence[int],
-                  transcript: Mapping[str, list[Any]] | None) -> dict[str, Any]:
+                  transcript: Mapping[str, list[Any]] | None,
+                  lengths: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
     recs = run.records[m]
     entry: dict[str, Any] = {}
     hubs: dict[str, Any] = {}
     for phase in PHASES:
         entry[phase], hubs[phase] = _phase_entry([r for r in recs if r.phase == phase], run,
-                                                 ds, ks)
+                                                 ds, ks, lengths)
     if transcript is not None:
         pools = {k: list(v) for k, v in ds.pools.items()}
         entry["transcript"] = {f"recall@{k}": _keyed(mean_by_key(
             ((str(r.category), recall_at_k(r.ranked, r.evidence, k))
              for r in transcript[m] if r.evidence), pools), ds) for k in ks}
+        entry["transcript"].update(context_section(
+            transcript[m], lambda r: lengths[r.conversation], ds.keys, ds.pools, ks))
     entry["hub_turn"] = hubs
     entry["latency_ms"] = {"first_after_write": _latency([r.first_ms for r in recs
                                                           if r.first_ms is not None]),

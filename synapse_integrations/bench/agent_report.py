@@ -61,6 +61,21 @@ def format_agent_table(results: Mapping[str, Any]) -> str:
         lines.append(f"{name:<{width}} {_pct(hub):>7} {_pct(hub_end):>7}  "
                      f"{_ms(lat['first_after_write']):>25}  {_ms(lat['warm']):>17}  "
                      f"{(turn.get('text') or '')[:50]!r}{' (stored)' if turn.get('stored') else ''}")
+    budgets = sorted(int(key.split("@")[1]) for key in next(iter(
+        results["methods"].values()))["ask"] if key.startswith("tokens_recall@"))
+    if budgets:
+        lines.append("")
+        lines.append("context (MiniLM tokens of the memories' text): tokens of the top k at ask "
+                     "time; recall within a token budget at ask / end / transcript (%)")
+        for name, m in results["methods"].items():
+            toks = ", ".join(f"k={k} {m['ask'][f'context_tokens@{k}'][pool] or 0:.0f}"
+                             for k in _ks(results))
+            within = ", ".join(
+                f"{b}: {_pct(m['ask'][f'tokens_recall@{b}'][pool]).strip()} / "
+                f"{_pct(m['end'][f'tokens_recall@{b}'][pool]).strip()} / "
+                f"{_pct((m.get('transcript') or {}).get(f'tokens_recall@{b}', {}).get(pool)).strip()}"
+                for b in budgets)
+            lines.append(f"  {name}: {toks}; {within}")
     k = _ks(results)[-1]
     lines.append("")
     lines.append(f"recall@{k} per category, ask / end (%):")

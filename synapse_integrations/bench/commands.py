@@ -109,6 +109,26 @@ def format_gate(gate: dict[str, Any] | None, refuse: str, answer: str) -> list[s
     return lines
 
 
+def format_context(results: dict[str, Any], cats: Sequence[str], names: dict[str, str],
+                   pooled: str) -> list[str]:
+    """Tokens of memory text per query at each k, and recall within each token budget
+    per category (:mod:`.context_cost`; MiniLM tokens)."""
+    methods = results["methods"]
+    first = next(iter(methods.values()), {})
+    ks = sorted(int(key.split("@")[1]) for key in first if key.startswith("context_tokens@"))
+    if not ks:
+        return []
+    width = max([len(m) for m in methods] + [12])
+    lines = [f"context handed to a model ({names.get(pooled, pooled)}): mean MiniLM tokens "
+             "of the top k memories' text"]
+    lines.append(f"{'method':<{width}} " + " ".join(f"{'k=' + str(k):>8}" for k in ks))
+    for name, m in methods.items():
+        lines.append(f"{name:<{width}} " + " ".join(
+            f"{m[f'context_tokens@{k}'].get(pooled) or 0:>8.0f}" for k in ks))
+    return lines + format_recall_table(results, cats, names, "tokens_recall",
+                                       "recall within that many tokens of context")
+
+
 def format_first_query(results: dict[str, Any]) -> list[str]:
     lines = []
     for method, fq in (results.get("first_query_ms") or {}).items():
@@ -129,6 +149,7 @@ def format_locomo_table(results: dict[str, Any]) -> str:
     lines = format_recall_table(results, cats, names, header="questions: " + ", ".join(
         f"{c}={q[c]}" for c in cats[:5]))
     lines += format_head_to_head(results.get("head_to_head"), "questions of categories 1-4")
+    lines += format_context(results, cats, names, "1-4")
     lines += format_gate(results.get("gate"), "adversarial", "categories 1-4")
     lines += format_first_query(results)
     lines.append(f"skipped malformed evidence ids: {results['skipped_evidence']}")
@@ -156,6 +177,7 @@ def format_longmemeval_table(results: dict[str, Any]) -> str:
         lines.append("newest evidence turn above the older ones (knowledge-update): " + ", ".join(
             f"{m} {100 * a['rate']:.1f}% of {a['n']}" for m, a in above.items()))
     lines += format_head_to_head(results.get("head_to_head"), "questions, abstention aside")
+    lines += format_context(results, cats, names, "pooled")
     lines += format_gate(results.get("gate"), "abstention", "other questions")
     lines += format_first_query(results)
     t = results.get("timing_s") or {}

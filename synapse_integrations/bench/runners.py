@@ -22,6 +22,7 @@ from ..config import SynapseConfig
 from ..errors import InvalidInputError
 from .baselines import is_baseline
 from .compare import best_baseline_section, head_to_head_section
+from .context_cost import BUDGETS, TokenCounter, context_section
 from .locomo import load_locomo
 from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval
 from .metrics import (
@@ -158,6 +159,7 @@ def run_locomo(
         "turn_text": turn_text,
         "methods": {},
     }
+    lengths = _token_lengths(memories)
     for m in methods:
         recs = state.records[m]
         entry: dict[str, Any] = {}
@@ -166,6 +168,9 @@ def run_locomo(
                                    for r in recs if r.evidence)
             entry[f"recall@{k}"] = {key: float(per.get(key, 0.0))
                                     for key in ("1", "2", "3", "4", "5", "1-4")}
+        entry.update(context_section(recs, lambda r: lengths[r.conversation],
+                                     ("1", "2", "3", "4", "5"), {"1-4": ("1", "2", "3", "4")},
+                                     ks))
         entry["latency_ms"] = _latency([r.latency_ms for r in recs])
         out["methods"][m] = entry
     gm = _gate_method(methods)
@@ -173,7 +178,8 @@ def run_locomo(
         out["gate"] = gate_section(state.records[gm], method_config(gm, base_config), gm,
                                    lambda r: r.category == 5, "category 5 (adversarial)",
                                    taus)
-    bb = best_baseline_section(out["methods"], [f"recall@{k}" for k in ks], gm)
+    bb = best_baseline_section(out["methods"], [*(f"recall@{k}" for k in ks),
+                                                *(f"tokens_recall@{b}" for b in BUDGETS)], gm)
     if bb is not None:
         out["best_baseline"] = bb
     h2h = head_to_head_section(state.records, gm, ks, lambda r: r.category != 5)
@@ -184,6 +190,13 @@ def run_locomo(
     if keep_records:
         out["records"] = state.records
     return out
+
+
+def _token_lengths(memories: Sequence[BenchMemory]) -> dict[str, dict[str, int]]:
+    """Each memory's turns' token counts (:mod:`.context_cost`), by memory name and turn id."""
+    counter = TokenCounter()
+    return {mem.name: counter.lengths({t["id"]: t["text"] for t in mem.turns})
+            for mem in memories}
 
 
 def _timing(state: RunState, emb: CachingEmbedder, t_start: float) -> dict[str, Any]:
@@ -268,6 +281,7 @@ def run_longmemeval(
     keys = [*QUESTION_TYPES, *sorted(set(counts) - set(QUESTION_TYPES) - {ABSTENTION}),
             ABSTENTION, "pooled"]
     pools = {"pooled": [k for k in keys if k not in (ABSTENTION, "pooled")]}
+    lengths = _token_lengths(memories)
     for m in methods:
         recs = state.records[m]
         entry: dict[str, Any] = {}
@@ -283,6 +297,8 @@ def run_longmemeval(
                  if r.category == "knowledge-update" and r.extra.get("newest")]
         entry["newest_above_older"] = {"n": len(above),
                                        "rate": sum(above) / len(above) if above else None}
+        entry.update(context_section(recs, lambda r: lengths[r.conversation],
+                                     [k for k in keys if k != "pooled"], pools, ks))
         entry["latency_ms"] = _latency([r.latency_ms for r in recs])
         out["methods"][m] = entry
     gm = _gate_method(methods)
@@ -290,7 +306,8 @@ def run_longmemeval(
         out["gate"] = gate_section(state.records[gm], method_config(gm, base_config), gm,
                                    lambda r: r.category == ABSTENTION,
                                    "abstention (question_id ends in _abs)", taus)
-    metrics = [f"{p}@{k}" for p in ("recall", "session_recall") for k in ks]
+    metrics = [*(f"{p}@{k}" for p in ("recall", "session_recall") for k in ks),
+               *(f"tokens_recall@{b}" for b in BUDGETS)]
     bb = best_baseline_section(out["methods"], metrics, gm)
     if bb is not None:
         out["best_baseline"] = bb

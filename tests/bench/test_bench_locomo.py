@@ -54,7 +54,8 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
     assert res["skipped_evidence"] == 2
     assert list(res["methods"]) == list(DEFAULT_METHODS)
     for name, m in res["methods"].items():
-        assert set(m) == {"recall@5", "recall@10", "latency_ms"}, name
+        assert set(m) == {"recall@5", "recall@10", "context_tokens@5", "context_tokens@10",
+                          "tokens_recall@1000", "tokens_recall@2000", "latency_ms"}, name
         for k in ("recall@5", "recall@10"):
             assert set(m[k]) == CATS
             assert all(0.0 <= v <= 1.0 for v in m[k].values())
@@ -83,7 +84,8 @@ def test_bench_locomo_end_to_end(tmp_path, capsys) -> None:
     assert "recall@10" in printed and "hybrid_rrf" in printed and "pooled 1-4" in printed
     assert (tmp_path / "plots" / "locomo_recall.png").stat().st_size > 0
     bb = res["best_baseline"]
-    assert bb["method"] == "synapse" and set(bb) == {"method", "recall@5", "recall@10"}
+    assert bb["method"] == "synapse" and set(bb) == {"method", "recall@5", "recall@10",
+                                                     "tokens_recall@1000", "tokens_recall@2000"}
     for cat, row in bb["recall@10"].items():
         best = max(res["methods"][b]["recall@10"][cat] for b in ("dense", "bm25", "hybrid_rrf", "fusion"))
         assert row["baseline_value"] == best

@@ -291,7 +291,8 @@ def test_json_contract(fast_results) -> None:
     assert list(res["methods"]) == FAST
     for name, m in res["methods"].items():
         assert set(m) == {"recall@1", "recall@5", "session_recall@1", "session_recall@5",
-                          "newest_above_older", "latency_ms"}, name
+                          "newest_above_older", "context_tokens@1", "context_tokens@5",
+                          "tokens_recall@1000", "tokens_recall@2000", "latency_ms"}, name
         # q_update: four evidence turns, the newest "ans_u2:1"
         assert m["newest_above_older"]["n"] == 1 and m["newest_above_older"]["rate"] in (0.0, 1.0)
         for key in ("recall@1", "recall@5", "session_recall@1", "session_recall@5"):
@@ -310,7 +311,8 @@ def test_json_contract(fast_results) -> None:
     assert gate["sweep"][0]["false_refusal"] == 0.0
     bb = res["best_baseline"]
     assert bb["method"] == "synapse"
-    assert set(bb) == {"method", "recall@1", "recall@5", "session_recall@1", "session_recall@5"}
+    assert set(bb) == {"method", "recall@1", "recall@5", "session_recall@1", "session_recall@5",
+                       "tokens_recall@1000", "tokens_recall@2000"}
     row = bb["recall@5"]["pooled"]
     best = max(res["methods"][b]["recall@5"]["pooled"] for b in BASELINES)
     assert row["baseline_value"] == best and row["baseline"] in BASELINES
