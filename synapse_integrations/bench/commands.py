@@ -338,7 +338,8 @@ def cmd_bench_perf(args: argparse.Namespace) -> int:
 
     results = run_perf(args.nodes, queries=args.queries, progress=_tqdm_factory(not args.no_progress),
                        ingest_sample=args.ingest_sample, archive_at=args.archive_at or None,
-                       log=lambda line: print(line, flush=True), models=args.models or ())
+                       log=lambda line: print(line, flush=True), models=args.models or (),
+                       cold_start_rounds=args.cold_start_rounds)
     _write_json(args.out, results)
     print(format_perf_table(results))
     print(f"wrote {args.out}")

@@ -26,7 +26,8 @@ fresh memory, consolidation included) and ``embed_query_ms`` (one query text at 
 median). ``retrieve_text_ms`` and ``dense_text_ms`` (p50/p95 at each size) time what a
 caller waits for: the real model embeds each question, then the memory answers it.
 ``consolidate_ms_per_window`` is timed on the size-``N`` memory itself: the mean of the
-consolidation windows during the last tenth of its build.
+consolidation windows during the last tenth of its build. ``cold_start``: fresh processes,
+each timed from its start to its first answer (:mod:`.cold_start`).
 
 The archive check (``archive_at``): a memory of ``N`` turns is built, its oldest 90% of
 episodes (and the concepts they alone support) are archived, and its retrieval is timed,
@@ -53,6 +54,7 @@ import numpy as np
 from ..config import SynapseConfig
 from ..embeddings import HashingEmbedder
 from ..errors import InvalidInputError
+from .cold_start import format_cold_start, measure_cold_start
 from .perf_timing import (
     WARMUP,
     build_memory,
@@ -98,6 +100,7 @@ def run_perf(
     seed: int = 0,
     log: Callable[[str], None] | None = None,
     models: Sequence[str] = (),
+    cold_start_rounds: int = 3,
 ) -> dict[str, Any]:
     """Run the performance benchmark; returns the perf.json object.
 
@@ -111,6 +114,9 @@ def run_perf(
     asked in ``retrieve_text_ms`` / ``dense_text_ms`` (:func:`.perf_timing.time_with_encoder`).
     ``models``: retrieval models also timed on each memory (:func:`time_models`; each run
     then has a ``"models"`` entry).
+    ``cold_start_rounds``: fresh processes timed from their start to their first answer
+    with the packaged model (:func:`.cold_start.measure_cold_start`; ``"cold_start"``);
+    0 skips it.
     """
     sizes = [int(n) for n in nodes]
     if not sizes or any(isinstance(n, bool) or n < 1 for n in sizes):
@@ -119,9 +125,17 @@ def run_perf(
         raise InvalidInputError(f"queries must be a positive int, got {queries!r}")
     if not 0.0 < archive_share < 1.0:
         raise InvalidInputError(f"archive_share must lie in (0, 1), got {archive_share!r}")
+    if isinstance(cold_start_rounds, bool) or not isinstance(cold_start_rounds, int) \
+            or cold_start_rounds < 0:
+        raise InvalidInputError(f"cold_start_rounds must be an int >= 0, got {cold_start_rounds!r}")
     say = log or (lambda line: logger.info("%s", line))
     cfg = config or SynapseConfig()
     k = cfg.top_k
+    cold = None
+    if cold_start_rounds:
+        say(f"cold start: {cold_start_rounds} fresh processes, each to its first answer")
+        cold = measure_cold_start(cold_start_rounds)
+        say(format_cold_start(cold))
 
     say(f"real model: ingesting {ingest_sample} turns (batches of 64), timing query embeddings")
     from ..embeddings import as_embedder
@@ -186,6 +200,8 @@ def run_perf(
             del mem
 
     out: dict[str, Any] = {"runs": runs}
+    if cold is not None:
+        out["cold_start"] = cold
     if archive_at:
         out["archive_check"] = archive_check(
             archive_at, share=archive_share, texts=texts, qvecs=qvecs, embedder=embedder,
@@ -344,6 +360,8 @@ def format_perf_table(results: dict[str, Any]) -> str:
                          f"{e['retrieve_after_write_ms']['p50']:.2f}/"
                          f"{e['retrieve_after_write_ms']['p95']:.2f} ms, first query "
                          f"{e['first_query_ms']:.0f} ms")
+    if results.get("cold_start"):  # perf.json files before issue 47's cold start lack it
+        lines.append(format_cold_start(results["cold_start"]))
     a = results.get("archive_check")
     if a:
         lines.append(f"archive check at {a['nodes']} turns: {a['archived_nodes']} archived + "
