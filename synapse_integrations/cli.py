@@ -315,10 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--models", type=_csv(str), default=None,
                       help="retrieval models also timed on each memory (e.g. "
                            "synapse,evermind,synaptic,mnemos,ppr)")
-    perf.add_argument("--cold-start-rounds", type=int, default=0, metavar="N",
+    perf.add_argument("--cold-start-rounds", type=int, default=3, metavar="N",
                       help="cold start: time N fresh processes from their start to their first "
-                           "answer with the packaged model (about 10 s each; default 0 skips "
-                           "it; 3 is a good choice)")
+                           "answer with the packaged model (about 10 s each; default 3; 0 "
+                           "skips it)")
     perf.add_argument("--plot", default=None, metavar="DIR", help="save PNG plots in DIR")
     perf.add_argument("--out", required=True, help="perf JSON")
     perf.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -197,8 +197,6 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
                 f"this memory was built with embedding_dim={stored_cfg.embedding_dim}, "
                 f"the config asks for {self.config.embedding_dim}")
         self._embedder = as_embedder(embedder, dim=self.config.embedding_dim)
-        if embedder is None:  # the packaged model loads while the vectors and graph open
-            self._embedder.inner.preload()
         extractor = extractor or OfflineExtractor(max_concepts=self.config.max_concepts_per_window,
                                                   per_turn=self.config.concepts_per_turn)
         sqlite = self.path / "chroma" / "chroma.sqlite3" if client is None else None

@@ -150,11 +150,13 @@ class MiniLMEmbedder:
         """Start loading the shared model in a daemon thread, and return at once.
 
         Importing torch and sentence-transformers and reading the weights takes seconds on a
-        fresh process; started early, it overlaps with the caller's other work (the engine
-        calls this for its default embedder, so the model loads while the engine opens its
-        Chroma collection and its graph, and while the caller goes on). Idempotent: a second
-        call, or one after the model is loaded, starts nothing. The first real use waits for the load; if the load failed, that use raises
-        its exception.
+        fresh process; started early, it overlaps with the caller's other work (building an
+        agent, importing a framework). The engine does not call it by itself: most of the
+        load is imports that hold the GIL, so it overlapped too little to shorten a first
+        answer (``synapse bench perf``, the cold-start lines), and a process that never
+        embeds would pay the model's memory (138 -> 523 MB RSS). Idempotent: a second call,
+        or one after the model is loaded, starts nothing. The first real use waits for the
+        load; if the load failed, that use raises its exception.
 
         >>> emb = MiniLMEmbedder().preload()   # doctest: +SKIP
         >>> emb.embed_query("hello").shape     # doctest: +SKIP

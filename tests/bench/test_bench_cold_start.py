@@ -95,7 +95,7 @@ def test_run_perf_refuses_negative_rounds_and_the_cli_takes_the_option() -> None
     args = build_parser().parse_args(["bench", "perf", "--out", "x.json",
                                       "--cold-start-rounds", "2"])
     assert args.cold_start_rounds == 2
-    assert build_parser().parse_args(["bench", "perf", "--out", "x.json"]).cold_start_rounds == 0
+    assert build_parser().parse_args(["bench", "perf", "--out", "x.json"]).cold_start_rounds == 3
 
 
 @pytest.mark.model

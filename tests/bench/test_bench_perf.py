@@ -218,7 +218,7 @@ def test_run_perf_tiny_without_the_model() -> None:
     # the hashed embedder stands in for the real model: the whole pipeline in seconds
     lines: list[str] = []
     res = run_perf([60, 150], queries=8, ingest_sample=20, archive_at=100,
-                   real_embedder=HashingEmbedder(), log=lines.append)
+                   real_embedder=HashingEmbedder(), log=lines.append, cold_start_rounds=0)
     check_perf_json(res, [60, 150])
     a = res["archive_check"]
     assert a["archived_nodes"] >= 90 and a["active_nodes"] < 60
@@ -236,11 +236,11 @@ def test_run_perf_tiny_without_the_model() -> None:
 def test_bench_perf_cli_end_to_end(tmp_path, capsys) -> None:
     out = tmp_path / "perf.json"
     rc = main(["bench", "perf", "--nodes", "200", "--queries", "10", "--ingest-sample", "32",
-               "--archive-at", "0", "--no-progress", "--out", str(out),
-               "--plot", str(tmp_path / "plots")])
+               "--archive-at", "0", "--cold-start-rounds", "1", "--no-progress",
+               "--out", str(out), "--plot", str(tmp_path / "plots")])
     assert rc == 0
     res = json.loads(out.read_text())
-    assert set(res) == {"runs"}
+    assert set(res) == {"runs", "cold_start"} and res["cold_start"]["rounds"] == 1
     check_perf_json(res, [200])
     printed = capsys.readouterr().out
     assert "synthetic" in printed and "turns/s" in printed
