@@ -216,13 +216,15 @@ class SynapseConfig(Sectioned):
             docs/benchmarks.md, "Follow-up questions".
 
     signals.asks (query-time)
-        question_weight: the share of its score that a turn which only asks keeps (a
-            question is evidence of what was asked, not of the answer): a turn that partly
-            asks keeps ``1 - (1 - w) x`` the share of its characters in sentences that end
-            in "?"; a query about what was asked ("what did I ask you about...") changes
-            nothing (:mod:`~synapse_integrations.core.signals.asks`); 1 switches it off.
-            An answered question's reply inherits its rank before this discount. See
-            docs/benchmarks.md, "Memory in the agent loop".
+        question_weight: the share of its score that a turn which only asks keeps once
+            memory holds its answer (a question is evidence of what was asked, not of the
+            answer): the next turn answers it, or a statement stored before it was about it
+            (cosine >= 0.5). A turn that partly asks keeps ``1 - (1 - w) x`` the share of
+            its characters in sentences that end in "?"; a question that brings something
+            new, and any turn when the query is about what was asked ("what did I ask you
+            about..."), keep their score
+            (:mod:`~synapse_integrations.core.signals.asks`); 1 switches it off. See
+            docs/benchmarks.md, "The agent loop".
 
     signals.focus (query-time)
         speaker_free_cosine: when a question names speakers of the memory, its cosines

@@ -19,11 +19,13 @@ from synapse_integrations.core.signals.asks import (
 from synapse_integrations.errors import ConfigError
 
 
-def _view(texts):
+def _view(texts, metadata=None, speakers=None):
     n = len(texts)
     return Compiled.from_arrays([f"e{i}" for i in range(n)], np.eye(n), src=[], dst=[],
                                 weight=[], is_episode=[True] * n,
-                                attrs={"speaker": [None] * n, "metadata": [{}] * n,
+                                attrs={"speaker": speakers or ["Ann"] * n,
+                                       "seq": list(range(1, n + 1)),
+                                       "metadata": metadata or [{}] * n,
                                        "text": list(texts)})
 
 
@@ -40,21 +42,40 @@ def test_asked_share_is_the_share_of_characters_in_question_sentences(text, spea
     assert asked_share(text, speaker) == pytest.approx(share)
 
 
-def test_every_turn_keeps_its_told_share_and_weight_times_its_asked_share():
-    v = _view(["Nice! Where do you work?",      # partly asks
-               "At the bakery.",                # tells
-               "Any plans for the weekend?",    # asks, answered or not
-               "What else can I help with?"])   # the assistant's question: the same rule
-    cand = np.arange(4)
-    score = np.array([1.0, 0.2, 0.6, -0.1])
+def test_a_question_whose_answer_memory_holds_keeps_weight_times_its_asked_share():
+    v = _view(["Nice! Where do you work?",      # e0: partly asks; e1 (Bo) answers it
+               "At the bakery.",                # e1: tells
+               "Any plans for the weekend?",    # e2: asks; memory held the answer (marked)
+               "What is a good pesto recipe?",  # e3: asks something new: kept
+               "Where is the bakery?"],         # e4: a negative score is left alone
+              metadata=[{}, {}, {"asks_about": "e1"}, {}, {"asks_about": "e1"}],
+              speakers=["Ann", "Bo", "Ann", "Ann", "Ann"])
+    cand = np.arange(5)
+    score = np.array([1.0, 0.2, 0.6, 0.5, -0.1])
     share = len("Where do you work?") / (len("Nice!") + len("Where do you work?"))
     out, change = discount_asked(v, cand, score, 0.25)
-    # 1 - (1 - 0.25) x share of a positive score; a negative score is left alone
-    assert change.tolist() == pytest.approx([-0.75 * share, 0.0, -0.45, 0.0])
+    # 1 - (1 - 0.25) x share of a positive score
+    assert change.tolist() == pytest.approx([-0.75 * share, 0.0, -0.45, 0.0, 0.0])
     assert out.tolist() == pytest.approx((score + change).tolist())
-    assert discount_asked(v, cand, score, 1.0)[1].tolist() == [0.0] * 4  # 1: off
+    assert discount_asked(v, cand, score, 1.0)[1].tolist() == [0.0] * 5  # 1: off
     sub = np.array([1, 2])  # only the candidates are read, in their order
     assert discount_asked(v, sub, score[sub], 0.25)[1].tolist() == pytest.approx([0.0, -0.45])
+
+
+def test_a_stored_question_is_marked_with_the_statement_that_answers_it(tmp_path):
+    from synapse_integrations import HashingEmbedder, Synapse
+
+    with Synapse(tmp_path / "m", embedder=HashingEmbedder()) as mem:
+        fact = mem.add_turn("Ana lives in Lisbon with her two cats.", speaker="user")
+        offer = mem.add_turn("Ana lives in Lisbon? Lovely, is it sunny?", speaker="assistant")
+        ids = mem.add_turns([
+            {"text": "Where does Ana live with her two cats?", "speaker": "user"},
+            {"text": "What is quantum chromodynamics?", "speaker": "user"},  # nothing held
+            {"text": "Ana lives in Lisbon with her two cats? Since when?", "speaker": "user"},
+        ])
+        about = [mem.get(i)["metadata"].get("asks_about") for i in ids]
+        assert about == [fact, None, fact]  # never the assistant's turn, never a question
+        assert "asks_about" not in mem.get(offer)["metadata"]  # the assistant's is not marked
 
 
 @pytest.mark.parametrize("query,about", [
@@ -91,6 +112,7 @@ def test_a_stored_question_ranks_below_the_statement_that_answers_it(tmp_path):
                               "timestamp": T0 + timedelta(minutes=i)}
                              for i, (s, t) in enumerate(LOOP)])
         fact, question = ids[0], ids[2]
+        assert mem.get(question)["metadata"]["asks_about"] == fact  # memory held its answer
         ask = "Where does my sister Ana live?"
         off = mem.retrieve(ask, k=4, config=mem.config.replace(question_weight=1.0))
         assert [it.id for it in off.items][0] == question  # the failure, unchanged
