@@ -37,7 +37,7 @@ from datetime import datetime
 from types import ModuleType
 from typing import Any, Union
 
-from .core.signals.asks import asked_share
+from .core.signals.asks import ASKS_MOSTLY, asked_share
 from .core.text.documents import speaker_prefix
 from .errors import InvalidTypeError, MissingDependencyError
 from .namespace_keys import namespace_from_configurable, namespace_key
@@ -227,9 +227,10 @@ def _line(memory: RetrievedItem | Mapping[str, Any], ids: bool) -> str:
 
 def holding_memory(result: RetrievalResult) -> RetrievedItem | None:
     """The best-ranked episode of ``result`` that states something: a question holds what was
-    asked, not the fact (:func:`~synapse_integrations.core.signals.asks.asked_share`:
-    under half of its text in questions). What the memory tools change when the model
-    describes a memory instead of naming its id. None when the gate rejected the query or
+    asked, not the fact (:func:`~synapse_integrations.core.signals.asks.asked_share` below
+    :data:`~synapse_integrations.core.signals.asks.ASKS_MOSTLY`, the share at which the
+    ``asked`` signal reads a turn as a question). What the memory tools change when the
+    model describes a memory instead of naming its id. None when the gate rejected the query or
     no memory states anything.
 
     >>> from synapse_integrations.types import ScoreComponents
@@ -242,7 +243,7 @@ def holding_memory(result: RetrievalResult) -> RetrievedItem | None:
     if result.rejected:
         return None
     return next((it for it in result.items if it.kind == "episode"
-                 and asked_share(it.text, it.speaker) < 0.5), None)
+                 and asked_share(it.text, it.speaker) < ASKS_MOSTLY), None)
 
 
 def format_memories(result: RetrievalResult | Iterable[RetrievedItem | Mapping[str, Any]], *,

@@ -130,8 +130,7 @@ def _tells(turn: Mapping[str, Any]) -> bool:
 
 def _telling(view: Any, start: int = 0) -> np.ndarray:
     """Which nodes from ``start`` on are turns that mostly tell (:func:`_tells`)."""
-    return view.is_episode[start:] & (view.per_node("asks.shares", _shares)[start:]
-                                      < ASKS_MOSTLY) \
+    return view.is_episode[start:] & (asked_shares(view)[start:] < ASKS_MOSTLY) \
         & ~role_turns(view, "assistant", start)
 
 
