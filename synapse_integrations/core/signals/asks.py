@@ -10,13 +10,15 @@ first hit edits the question. So a question *whose answer memory holds* keeps
 "?" (:func:`asked_share`), so "That looks great! Seen any good movies lately?" keeps more
 than a turn that only asks. Memory holds the answer when the next turn answers it (another
 speaker, not the assistant: :func:`~.replies.replies_to`; the reply inherits the
-question's rank before this discount) or when, as it was stored, a statement already in
-memory was about what it asks (:func:`mark`: the nearest stored turn that mostly tells, at
-a cosine of at least :data:`ASKED_COSINE`, becomes its ``asks_about``). A question that
-brings something new keeps its score: "What are some simple ways to keep my living room
-dust-free, with a cat that sheds a lot?" is all a LongMemEval memory holds of the user's
-cat: discounting every question cost LongMemEval dev recall@10 95.3 -> 85.5; discounting
-those memory held the answer to, 95.3 -> 94.6 (docs/benchmarks.md, "The agent loop").
+question's rank before this discount) or when, as it was stored, memory's statements
+already held what it asks (:func:`mark`): the nearest stored turn that mostly tells is at
+a cosine of at least :data:`ASKED_COSINE`, or the statements hold every word it asks about
+(:func:`asked_terms`: an answer told in other words is below the cosine, but its
+words are in memory). A question that brings something new keeps its score: "What are some
+simple ways to keep my living room dust-free, with a cat that sheds a lot?" is all a
+LongMemEval memory holds of the user's cat: discounting every question cost LongMemEval
+dev recall@10 95.3 -> 85.5; discounting those memory held the answer to, 95.3 -> 94.6
+(docs/benchmarks.md, "The agent loop").
 
 Unless the query is about what was asked ("What did I ask you about Lisbon?",
 :func:`about_asking`, the lexicon's :data:`~..text.lexicon.ASKING_WORDS`): then what a
@@ -46,13 +48,14 @@ import numpy as np
 
 from ..graph.roles import is_role, role_turns
 from ..text.documents import without_speaker
-from ..text.lexicon import ASKING_WORDS
-from ..text.tokens import tokenize
+from ..text.lexicon import ASKING_WORDS, EXTRACTOR_STOPWORDS
+from ..text.subjects import attribute_terms
+from ..text.tokens import stem, terms, tokenize
 from .base import Candidates, Signal, WriteContext
 from .replies import replies_to
 
 __all__ = ["ASKED_COSINE", "Asks", "about_asking", "asked_share", "asked_shares",
-           "discount_asked", "mark"]
+           "asked_terms", "discount_asked", "mark", "told_terms"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -85,12 +88,39 @@ def asked_share(text: str, speaker: str | None = None) -> float:
     return asked / total
 
 
+def asked_terms(text: str, speaker: str | None = None) -> frozenset[str]:
+    """The lexical terms (stemmed) of what ``text`` asks about: its attribute terms (its
+    speaker's name, the frame words and dates left out:
+    :func:`~..text.subjects.attribute_terms`) less the extractor's function words
+    ("anything", "really").
+
+    >>> sorted(asked_terms("Ann: What kind of dogs does Sam have now?", "Ann"))
+    ['dog', 'sam']
+    >>> sorted(asked_terms("Anything fun lately?")), sorted(asked_terms("How about you?"))
+    (['fun'], [])
+    """
+    text = without_speaker(speaker, text)
+    return frozenset(stem(t) for t in attribute_terms(text, [speaker] if speaker else [])
+                     if t not in EXTRACTOR_STOPWORDS)
+
+
+def told_terms(text: str, speaker: str | None = None) -> set[str]:
+    """The lexical terms of a statement (:func:`~..text.tokens.terms`, its speaker's
+    ``"Name: "`` left out): what it tells memory the words of.
+
+    >>> sorted(told_terms("Ann: My dogs love the beach.", "Ann"))
+    ['beach', 'dog', 'love']
+    """
+    return set(terms(without_speaker(speaker, text)))
+
+
 def mark(rows: Sequence[dict[str, Any]], embs: np.ndarray, state: Any) -> int:
     """Mark the rows that mostly ask (:data:`ASKS_MOSTLY`; not the assistant's) whose
-    answer memory already holds: ``metadata["asks_about"]`` = the nearest turn stored before
-    it (or earlier in ``rows``) that mostly tells, at a cosine of at least
-    :data:`ASKED_COSINE`. ``embs`` are the rows' unit embeddings. Returns how many were
-    marked; an ``asks_about`` already in the metadata is kept."""
+    answer memory already holds: the nearest turn stored before it (or earlier in
+    ``rows``) that mostly tells is at a cosine of at least :data:`ASKED_COSINE`, or those
+    turns hold every one of its :func:`asked_terms` (one at least). That nearest turn
+    becomes its ``metadata["asks_about"]``. ``embs`` are the rows' unit embeddings.
+    Returns how many were marked; an ``asks_about`` already in the metadata is kept."""
     asking = [k for k, row in enumerate(rows)
               if "?" in str(row.get("text") or "") and "asks_about" not in row["metadata"]
               and not is_role(row, "assistant")
@@ -101,25 +131,47 @@ def mark(rows: Sequence[dict[str, Any]], embs: np.ndarray, state: Any) -> int:
     # questions: in an agent's memory, questions resemble questions)
     view = state.compiled()
     tells = np.flatnonzero(view.per_node("asks.tells", _telling))
+    told = _told_words(view)
     # one product over the whole matrix (stored column by column: no copy), then the rows
     sims = np.asarray(view.embeddings @ np.asarray(embs[asking], dtype=np.float32).T,
                       dtype=np.float64).reshape(view.n, len(asking))[tells]
-    marked = 0
+    batch_told: set[str] = set()  # the words of the batch's statements before the row
+    marked, done = 0, 0
     for col, k in enumerate(asking):
+        for j in range(done, k):
+            if _tells(rows[j]):
+                batch_told |= told_terms(str(rows[j].get("text") or ""), rows[j].get("speaker"))
+        done = k
         row = rows[k]
-        best, best_cos = None, ASKED_COSINE
+        best, best_cos = None, -np.inf
         if tells.size:
             at = int(np.argmax(sims[:, col]))
-            if sims[at, col] >= best_cos:
-                best, best_cos = view.ids[tells[at]], float(sims[at, col])
+            best, best_cos = view.ids[tells[at]], float(sims[at, col])
         for j in range(k):  # the batch's earlier rows are not stored yet
             cos = float(np.dot(embs[j], embs[k]))
-            if cos >= best_cos and _tells(rows[j]):
+            if cos > best_cos and _tells(rows[j]):
                 best, best_cos = rows[j]["id"], cos
-        if best is not None:
+        asked = asked_terms(str(row["text"]), row.get("speaker"))
+        if best is not None and (best_cos >= ASKED_COSINE or (
+                asked and all(t in told or t in batch_told for t in asked))):
             row["metadata"] = {**row["metadata"], "asks_about": best}
             marked += 1
     return marked
+
+
+def _told_words(view: Any) -> set[str]:
+    """The :func:`told_terms` of every stored turn that mostly tells. Grown in place as
+    the view extends (a write costs its own turns, not the memory's), so a view it was
+    taken over from sees the words of later turns too: only :func:`mark` reads it, on
+    the newest view. Built again after nodes leave."""
+    return view.derived("asks.told", lambda v: _grow_told(set(), v, 0), _grow_told)
+
+
+def _grow_told(told: set[str], view: Any, start: int) -> set[str]:
+    texts, speakers = view.node_values("text"), view.node_values("speaker")
+    for i in np.flatnonzero(view.per_node("asks.tells", _telling)[start:]) + start:
+        told |= told_terms(texts[i] or "", speakers[i])
+    return told
 
 
 def _tells(turn: Mapping[str, Any]) -> bool:

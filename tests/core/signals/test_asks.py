@@ -78,6 +78,29 @@ def test_a_stored_question_is_marked_with_the_statement_that_answers_it(tmp_path
         assert "asks_about" not in mem.get(offer)["metadata"]  # the assistant's is not marked
 
 
+
+def test_a_question_whose_words_memory_holds_is_marked_below_the_cosine(tmp_path):
+    """An answer told in other words (and turns) is below ASKED_COSINE (hashing vectors:
+    0.32 at most here), but memory holds every word asked about; a question with a word
+    memory never told keeps its score, and words forgotten are no longer held."""
+    from synapse_integrations import HashingEmbedder, Synapse
+
+    with Synapse(tmp_path / "m", embedder=HashingEmbedder()) as mem:
+        moved = mem.add_turn("Ana moved to Lisbon last year.", speaker="user")
+        ids = mem.add_turns([
+            {"text": "She adopted two cats there.", "speaker": "user"},
+            {"text": "Did Ana adopt cats after moving?", "speaker": "user"},  # every word held
+            {"text": "Does Ana play the cello?", "speaker": "user"},  # "cello", "play": new
+        ])
+        cats = ids[0]
+        about = [mem.get(i)["metadata"].get("asks_about") for i in ids[1:]]
+        assert about == [cats, None]  # the nearest statement, from the same batch
+        again = mem.add_turn("Has Ana adopted more cats since she moved?", speaker="user")
+        assert mem.get(again)["metadata"]["asks_about"] in (cats, moved)
+        mem.forget([cats])  # "cat" and "adopt" leave memory's words
+        later = mem.add_turn("Did Ana adopt any cats in Lisbon?", speaker="user")
+        assert "asks_about" not in mem.get(later)["metadata"]
+
 @pytest.mark.parametrize("query,about", [
     ("What did I ask you about Lisbon?", True),
     ("Which questions did Ana have about the move?", True),
