@@ -34,6 +34,7 @@ from .bench.commands import (
     cmd_bench_agent,
     cmd_bench_locomo,
     cmd_bench_longmemeval,
+    cmd_bench_peers,
     cmd_bench_perf,
     cmd_bench_probes,
     cmd_bench_small,
@@ -265,6 +266,29 @@ def build_parser() -> argparse.ArgumentParser:
                      help="do not also ask the questions of the whole transcript alone")
     _retrieval_args(agt)
     agt.set_defaults(func=cmd_bench_agent)
+
+    prs = bsub.add_parser("peers", help="side by side with other memory layers (mem0, LangGraph's "
+                                        "store, LlamaIndex's VectorMemoryBlock) on LoCoMo or "
+                                        "LongMemEval; needs the [peers] extra")
+    prs.add_argument("--data", required=True, help="LoCoMo or LongMemEval JSON (plain or gzip)")
+    prs.add_argument("--format", choices=("auto", "locomo", "longmemeval"), default="auto",
+                     help="the file's format (default: detected)")
+    prs.add_argument("--methods", type=_csv(str), default=None,
+                     help="comma-separated systems (default: all): synapse, ppr, mem0, "
+                          "langgraph_store, llamaindex_memory")
+    prs.add_argument("--k", type=_csv(int), default=None, help="comma-separated k (default 5,10)")
+    prs.add_argument("--limit", type=int, default=None, metavar="N",
+                     help="only the first N conversations (LoCoMo) or questions (LongMemEval)")
+    prs.add_argument("--scale-turns", type=int, default=0, metavar="N",
+                     help="also time queries on one memory of the file's first N turns, "
+                          "concatenated (0: not run)")
+    prs.add_argument("--scale-queries", type=int, default=50, metavar="Q",
+                     help="questions timed at --scale-turns (default 50)")
+    prs.add_argument("--out", required=True, help="results JSON")
+    prs.add_argument("--embed-cache", default=None, metavar="DIR",
+                     help="keep turn embeddings in DIR between runs (created if missing)")
+    prs.add_argument("--no-progress", action="store_true", help="no progress bar")
+    prs.set_defaults(func=cmd_bench_peers)
 
     prb = bsub.add_parser("probes", help="our probe sets inside real LoCoMo conversations: exact "
                                          "identifiers, two-hop bridges, never-said questions, "

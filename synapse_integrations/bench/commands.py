@@ -11,7 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["cmd_bench_agent", "cmd_bench_locomo", "cmd_bench_longmemeval", "cmd_bench_perf",
+__all__ = ["cmd_bench_agent", "cmd_bench_locomo", "cmd_bench_longmemeval", "cmd_bench_peers",
+           "cmd_bench_perf",
            "cmd_bench_probes", "cmd_bench_small", "format_first_query", "format_gate",
            "format_head_to_head", "format_locomo_table", "format_longmemeval_table",
            "format_probes_table", "format_recall_table"]
@@ -258,6 +259,21 @@ def cmd_bench_agent(args: argparse.Namespace) -> int:
     print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
     for path in plot_agent(results, args.plot) if args.plot else ():
         print(f"wrote {path}")
+    return 0
+
+
+def cmd_bench_peers(args: argparse.Namespace) -> int:
+    from .peers import DEFAULT_PEER_KS, PEER_METHODS, format_peers_table, run_peers
+
+    t0 = time.perf_counter()
+    results = run_peers(args.data, methods=args.methods or PEER_METHODS,
+                        ks=args.k or DEFAULT_PEER_KS, embedder=_embedder(args),
+                        data_format=args.format, limit=args.limit,
+                        scale_turns=args.scale_turns or None, scale_queries=args.scale_queries,
+                        progress=_tqdm_factory(not args.no_progress))
+    _write_json(args.out, results)
+    print(format_peers_table(results))
+    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
     return 0
 
 

@@ -66,6 +66,7 @@ __all__ = [
     "QuestionRecord",
     "check_ks",
     "check_methods",
+    "ingest_memory",
     "method_config",
     "method_names",
     "rrf_fuse",
@@ -292,8 +293,10 @@ class RunState:
     seconds: dict[str, float]
 
 
-def _ingest(memory: BenchMemory, cfg: SynapseConfig, embedder: CachingEmbedder,
-            progress: Callable[..., Any] | None) -> Any:
+def ingest_memory(memory: BenchMemory, cfg: SynapseConfig, embedder: CachingEmbedder,
+                  progress: Callable[..., Any] | None = None) -> Any:
+    """A fresh in-memory engine holding ``memory``'s turns, written as the benchmarks write
+    them (chunks of :data:`INGEST_CHUNK` turns, then ``consolidate()``); the caller closes it."""
     from ..core.engine import Synapse
 
     mem = Synapse(None, namespace=f"bench-{memory.name}"[:200], config=cfg, embedder=embedder,
@@ -374,7 +377,7 @@ def run_memories(
         for sig, group in groups.items():
             cfg = configs[group[0]] if group else base
             t0 = time.perf_counter()
-            mem = _ingest(memory, cfg, embedder, progress)
+            mem = ingest_memory(memory, cfg, embedder, progress)
             state.seconds["ingest"] += time.perf_counter() - t0
             try:
                 t0 = time.perf_counter()
