@@ -284,6 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "concatenated (0: not run)")
     prs.add_argument("--scale-queries", type=int, default=50, metavar="Q",
                      help="questions timed at --scale-turns (default 50)")
+    prs.add_argument("--no-gc-freeze", action="store_true",
+                     help="do not gc.freeze() the built systems before the timed queries")
     prs.add_argument("--out", required=True, help="results JSON")
     prs.add_argument("--embed-cache", default=None, metavar="DIR",
                      help="keep turn embeddings in DIR between runs (created if missing)")

@@ -270,6 +270,7 @@ def cmd_bench_peers(args: argparse.Namespace) -> int:
                         ks=args.k or DEFAULT_PEER_KS, embedder=_embedder(args),
                         data_format=args.format, limit=args.limit,
                         scale_turns=args.scale_turns or None, scale_queries=args.scale_queries,
+                        freeze_gc=not args.no_gc_freeze,
                         progress=_tqdm_factory(not args.no_progress))
     _write_json(args.out, results)
     print(format_peers_table(results))

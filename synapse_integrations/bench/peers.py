@@ -15,10 +15,10 @@ machine, so that a slow spell of the machine falls on every system alike). A que
 the embedding of the question with the real model plus the system's search: the turns'
 vectors come from one shared cache, so that every system ranks the same vectors.
 
-With ``scale_turns=N`` the turns of the file's memories, concatenated in order (ids
-prefixed by their memory), form one memory of the first ``N`` turns, and ``scale_queries``
-of the file's questions are timed against it the same way (``at_scale``): query latency as
-memory grows, nothing scored.
+With ``scale_turns=N`` the turns of the file's memories (all of them, whatever ``limit``),
+concatenated in order (ids prefixed by their memory), form one memory of the first ``N``
+turns, and the first ``scale_queries`` questions of those memories are timed against it the
+same way (``at_scale``): query latency and ingest as memory grows, nothing scored.
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ class _Run:
 
 
 def _run_memory(memory: BenchMemory, methods: Sequence[str], shared: SharedVectors,
-                workdir: str, run: _Run, offset: int, score: bool = True) -> int:
+                workdir: str, run: _Run, offset: int, score: bool = True,
+                freeze_gc: bool = True) -> int:
     """One memory through every system (module docstring); returns the next rotation."""
     shared.remember([t["text"] for t in memory.turns])
     built: dict[str, Any] = {}
@@ -111,6 +112,9 @@ def _run_memory(memory: BenchMemory, methods: Sequence[str], shared: SharedVecto
             q0 = memory.questions[0].text
             for m in methods:  # derived state, the model's first call: untimed
                 built[m].rank(q0, DEPTH)
+        if freeze_gc:  # what the systems hold is not garbage: no query scans the others' heaps
+            gc.collect()
+            gc.freeze()
         for q in memory.questions:
             order = [methods[(offset + i) % len(methods)] for i in range(len(methods))]
             offset += 1
@@ -122,6 +126,8 @@ def _run_memory(memory: BenchMemory, methods: Sequence[str], shared: SharedVecto
                     memory.name, q.text, q.category, q.evidence, list(ranked) if score else [],
                     ms, None, {}, None, q.qid))
     finally:
+        if freeze_gc:
+            gc.unfreeze()
         for system in reversed(list(built.values())):
             system.close()
         shared.forget()
@@ -179,6 +185,7 @@ def run_peers(
     limit: int | None = None,
     scale_turns: int | None = None,
     scale_queries: int = 50,
+    freeze_gc: bool = True,
     progress: Callable[..., Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``bench peers`` on a LoCoMo or LongMemEval file; returns the results JSON.
@@ -187,7 +194,9 @@ def run_peers(
     against the file). ``limit``: the first ``limit`` conversations or questions.
     ``embedder``: the real model by default (``None``), optionally a ``CachingEmbedder``
     backed by an ``--embed-cache``. ``progress`` (called like ``tqdm(total=..., desc=...)``)
-    shows one bar over the memories.
+    shows one bar over the memories. ``freeze_gc``: once every system of a memory is built,
+    ``gc.freeze()`` what they hold, so that a query's garbage collections do not scan the
+    other systems' objects (they all live in one process only to be timed side by side).
     """
     t_start = time.perf_counter()
     if data_format not in ("auto", "locomo", "longmemeval"):
@@ -215,7 +224,8 @@ def run_peers(
     with new_workdir() as workdir:
         try:
             for memory in ds.memories:
-                offset = _run_memory(memory, methods, shared, workdir, run, offset)
+                offset = _run_memory(memory, methods, shared, workdir, run, offset,
+                                     freeze_gc=freeze_gc)
                 if bar is not None:
                     bar.update(1)
         finally:
@@ -223,9 +233,11 @@ def run_peers(
                 bar.close()
         scale = None
         if scale_turns:
-            big = _scale_memory(ds.memories, scale_turns, scale_queries)
+            source = ds if limit is None else load_agent_data(data)  # --limit: scoring only
+            big = _scale_memory(source.memories, scale_turns, scale_queries)
             srun = _Run(methods)
-            _run_memory(big, methods, shared, workdir, srun, 0, score=False)
+            _run_memory(big, methods, shared, workdir, srun, 0, score=False,
+                        freeze_gc=freeze_gc)
             scale = {"turns": scale_turns, "source": f"the first {scale_turns} turns of "
                      f"{Path(data).name}'s memories concatenated", "questions": len(big.questions),
                      "methods": {m: {"ingest": _ingest_entry(srun, m),
@@ -241,6 +253,7 @@ def run_peers(
         "questions": {key: sum(1 for mem in ds.memories for q in mem.questions
                                if str(q.category) == key) for key in ds.keys},
         "depth": DEPTH,
+        "gc_frozen": bool(freeze_gc),
         "methods": {},
     }
     for m in methods:

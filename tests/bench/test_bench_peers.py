@@ -160,8 +160,8 @@ def test_run_peers_json(tmp_path) -> None:
         assert m["ingest"]["turns"] == (0 if name == "ppr" else len(TURNS))
     assert res["methods"]["ppr"]["ingest"]["shares"] == "synapse"
     assert res["at_scale"]["turns"] == 5 and set(res["at_scale"]["methods"]) == set(methods)
-    assert set(res) == {"dataset", "format", "memories", "questions", "depth", "methods",
-                        "at_scale", "rss_mb", "timing_s"}
+    assert set(res) == {"dataset", "format", "memories", "questions", "depth", "gc_frozen",
+                        "methods", "at_scale", "rss_mb", "timing_s"}
 
 
 def _available(name: str) -> bool:
