@@ -14,11 +14,12 @@ question's rank before this discount) or when, as it was stored, memory's statem
 already held what it asks (:func:`mark`): the nearest stored turn that mostly tells is at
 a cosine of at least :data:`ASKED_COSINE`, or the statements hold every word it asks about
 (:func:`asked_terms`: an answer told in other words is below the cosine, but its
-words are in memory). A question that brings something new keeps its score: "What are some
-simple ways to keep my living room dust-free, with a cat that sheds a lot?" is all a
-LongMemEval memory holds of the user's cat: discounting every question cost LongMemEval
-dev recall@10 95.3 -> 85.5; discounting those memory held the answer to, 95.3 -> 94.6
-(docs/benchmarks.md, "The agent loop").
+words are in memory), or it tells nothing of its asker (:func:`discloses`: not in the
+first person; "When did Melanie paint a sunrise?" asks about the conversation, whatever
+words it brings). Only a question about its asker that brings something new keeps its
+score: "What are some simple ways to keep my living room dust-free, with a cat that sheds
+a lot?" is all a LongMemEval memory holds of the user's cat; discounting every question
+cost LongMemEval dev recall@10 95.3 -> 85.5 (docs/benchmarks.md, "The agent loop").
 
 Unless the query is about what was asked ("What did I ask you about Lisbon?",
 :func:`about_asking`, the lexicon's :data:`~..text.lexicon.ASKING_WORDS`): then what a
@@ -48,16 +49,19 @@ import numpy as np
 
 from ..graph.roles import is_role, role_turns
 from ..text.documents import without_speaker
-from ..text.lexicon import ASKING_WORDS, EXTRACTOR_STOPWORDS
+from ..text.lexicon import ASKING_WORDS, EXTRACTOR_STOPWORDS, FIRST_PERSON, NAME_TITLES
 from ..text.subjects import attribute_terms
 from ..text.tokens import stem, terms, tokenize
 from .base import Candidates, Signal, WriteContext
 from .replies import replies_to
 
 __all__ = ["ASKED_COSINE", "Asks", "about_asking", "asked_share", "asked_shares",
-           "asked_terms", "discount_asked", "mark", "told_terms"]
+           "asked_terms", "discloses", "discount_asked", "mark", "told_terms"]
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# a sentence ends at ".", "!" or "?" and a space, but not after an honorific or an initial
+# ("Would Caroline have Dr. Seuss books?", "...books by C. S. Lewis?" each ask once)
+_SENTENCE_END = re.compile(r"(?<=[.!?])" + "".join(rf"(?<!\b{t}\.)" for t in NAME_TITLES)
+                           + r"(?<!\b[A-Z]\.)\s+")
 
 #: Least cosine between a question and a stored statement for memory to hold its answer.
 #: MiniLM, documents with their speaker: LoCoMo dev questions, asked as their evidence
@@ -78,6 +82,8 @@ def asked_share(text: str, speaker: str | None = None) -> float:
     (1.0, 0.0)
     >>> round(asked_share("Ann: Wow, that looks great! Seen any good movies?", "Ann"), 1)
     0.5
+    >>> asked_share("Would Tim enjoy books by C. S. Lewis or Dr. Seuss?")
+    1.0
     """
     text = without_speaker(speaker, text)
     sentences = [s for s in _SENTENCE_END.split(text.strip()) if s]
@@ -104,6 +110,18 @@ def asked_terms(text: str, speaker: str | None = None) -> frozenset[str]:
                      if t not in EXTRACTOR_STOPWORDS)
 
 
+def discloses(text: str, speaker: str | None = None) -> bool:
+    """Whether ``text`` (its speaker's ``"Name: "`` left out) is in the first person: a
+    question about its asker's own life ("...my living room dust-free, with a cat that
+    sheds a lot?") tells memory something; one about others or the world ("When did
+    Melanie paint a sunrise?") tells it nothing.
+
+    >>> discloses("Any tips for my cat that sheds a lot?"), discloses("When did Ann paint?")
+    (True, False)
+    """
+    return FIRST_PERSON.search(without_speaker(speaker, text)) is not None
+
+
 def told_terms(text: str, speaker: str | None = None) -> set[str]:
     """The lexical terms of a statement (:func:`~..text.tokens.terms`, its speaker's
     ``"Name: "`` left out): what it tells memory the words of.
@@ -118,7 +136,8 @@ def mark(rows: Sequence[dict[str, Any]], embs: np.ndarray, state: Any) -> int:
     """Mark the rows that mostly ask (:data:`ASKS_MOSTLY`; not the assistant's) whose
     answer memory already holds: the nearest turn stored before it (or earlier in
     ``rows``) that mostly tells is at a cosine of at least :data:`ASKED_COSINE`, or those
-    turns hold every one of its :func:`asked_terms` (one at least). That nearest turn
+    turns hold every one of its :func:`asked_terms` (one at least), or the row tells
+    nothing of its asker (not :func:`discloses`). That nearest turn
     becomes its ``metadata["asks_about"]``. ``embs`` are the rows' unit embeddings.
     Returns how many were marked; an ``asks_about`` already in the metadata is kept."""
     asking = [k for k, row in enumerate(rows)
@@ -152,7 +171,8 @@ def mark(rows: Sequence[dict[str, Any]], embs: np.ndarray, state: Any) -> int:
             if cos > best_cos and _tells(rows[j]):
                 best, best_cos = rows[j]["id"], cos
         asked = asked_terms(str(row["text"]), row.get("speaker"))
-        if best is not None and (best_cos >= ASKED_COSINE or (
+        if best is not None and (best_cos >= ASKED_COSINE or not discloses(
+                str(row["text"]), row.get("speaker")) or (
                 asked and all(t in told or t in batch_told for t in asked))):
             row["metadata"] = {**row["metadata"], "asks_about": best}
             marked += 1

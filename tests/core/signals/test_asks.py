@@ -70,7 +70,7 @@ def test_a_stored_question_is_marked_with_the_statement_that_answers_it(tmp_path
         offer = mem.add_turn("Ana lives in Lisbon? Lovely, is it sunny?", speaker="assistant")
         ids = mem.add_turns([
             {"text": "Where does Ana live with her two cats?", "speaker": "user"},
-            {"text": "What is quantum chromodynamics?", "speaker": "user"},  # nothing held
+            {"text": "Should I study quantum chromodynamics?", "speaker": "user"},  # nothing held
             {"text": "Ana lives in Lisbon with her two cats? Since when?", "speaker": "user"},
         ])
         about = [mem.get(i)["metadata"].get("asks_about") for i in ids]
@@ -81,25 +81,42 @@ def test_a_stored_question_is_marked_with_the_statement_that_answers_it(tmp_path
 
 def test_a_question_whose_words_memory_holds_is_marked_below_the_cosine(tmp_path):
     """An answer told in other words (and turns) is below ASKED_COSINE (hashing vectors:
-    0.32 at most here), but memory holds every word asked about; a question with a word
-    memory never told keeps its score, and words forgotten are no longer held."""
+    0.32 at most here), but memory holds every word asked about; a question about its
+    asker with a word memory never told keeps its score, and words forgotten are no
+    longer held."""
+    from synapse_integrations import HashingEmbedder, Synapse
+
+    with Synapse(tmp_path / "m", embedder=HashingEmbedder()) as mem:
+        moved = mem.add_turn("I moved to Lisbon last year.", speaker="user")
+        ids = mem.add_turns([
+            {"text": "Adopted two cats there.", "speaker": "user"},
+            {"text": "Did I adopt cats after moving?", "speaker": "user"},  # every word held
+            {"text": "Should I play the cello?", "speaker": "user"},  # "cello", "play": new
+        ])
+        cats = ids[0]
+        about = [mem.get(i)["metadata"].get("asks_about") for i in ids[1:]]
+        assert about == [cats, None]  # the nearest statement, from the same batch
+        again = mem.add_turn("Have I adopted more cats since I moved?", speaker="user")
+        assert mem.get(again)["metadata"]["asks_about"] in (cats, moved)
+        mem.forget([cats])  # "cat" and "adopt" leave memory's words
+        later = mem.add_turn("Did I adopt any cats in Lisbon?", speaker="user")
+        assert "asks_about" not in mem.get(later)["metadata"]
+
+
+def test_a_question_that_tells_nothing_of_its_asker_is_marked(tmp_path):
+    """A question about others or the world ("Does Ana play the cello?") tells memory
+    nothing, so it is marked even with words memory never told (the nearest statement
+    becomes its ``asks_about``); the same question in the first person keeps its score."""
     from synapse_integrations import HashingEmbedder, Synapse
 
     with Synapse(tmp_path / "m", embedder=HashingEmbedder()) as mem:
         moved = mem.add_turn("Ana moved to Lisbon last year.", speaker="user")
         ids = mem.add_turns([
-            {"text": "She adopted two cats there.", "speaker": "user"},
-            {"text": "Did Ana adopt cats after moving?", "speaker": "user"},  # every word held
-            {"text": "Does Ana play the cello?", "speaker": "user"},  # "cello", "play": new
+            {"text": "Does Ana play the cello?", "speaker": "user"},
+            {"text": "Could my cello teacher visit Ana?", "speaker": "user"},
         ])
-        cats = ids[0]
-        about = [mem.get(i)["metadata"].get("asks_about") for i in ids[1:]]
-        assert about == [cats, None]  # the nearest statement, from the same batch
-        again = mem.add_turn("Has Ana adopted more cats since she moved?", speaker="user")
-        assert mem.get(again)["metadata"]["asks_about"] in (cats, moved)
-        mem.forget([cats])  # "cat" and "adopt" leave memory's words
-        later = mem.add_turn("Did Ana adopt any cats in Lisbon?", speaker="user")
-        assert "asks_about" not in mem.get(later)["metadata"]
+        about = [mem.get(i)["metadata"].get("asks_about") for i in ids]
+        assert about == [moved, None]
 
 @pytest.mark.parametrize("query,about", [
     ("What did I ask you about Lisbon?", True),
