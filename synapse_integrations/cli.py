@@ -201,6 +201,12 @@ def _retrieval_args(p: argparse.ArgumentParser) -> None:
                         + ", ".join(method_names()))
     p.add_argument("--k", type=_csv(int), default=None, help="comma-separated k (default 5,10,30)")
     p.add_argument("--plot", default=None, metavar="DIR", help="save PNG plots in DIR")
+    _output_args(p)
+
+
+def _output_args(p: argparse.ArgumentParser) -> None:
+    """What every benchmark over dev data takes: its results file, the embedding cache and
+    the progress bar's switch."""
     p.add_argument("--out", required=True, help="results JSON")
     p.add_argument("--embed-cache", default=None, metavar="DIR",
                    help="keep turn embeddings in DIR between runs (created if missing)")
@@ -286,10 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="questions timed at --scale-turns (default 50)")
     prs.add_argument("--no-gc-freeze", action="store_true",
                      help="do not gc.freeze() the built systems before the timed queries")
-    prs.add_argument("--out", required=True, help="results JSON")
-    prs.add_argument("--embed-cache", default=None, metavar="DIR",
-                     help="keep turn embeddings in DIR between runs (created if missing)")
-    prs.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _output_args(prs)
     prs.set_defaults(func=cmd_bench_peers)
 
     prb = bsub.add_parser("probes", help="our probe sets inside real LoCoMo conversations: exact "
@@ -311,10 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     prb.add_argument("--methods", type=_csv(str), default=None,
                      help="comma-separated methods (default: bm25, dense, hybrid_rrf, fusion, "
                           "ppr, synapse, synapse-paper)")
-    prb.add_argument("--out", required=True, help="results JSON")
-    prb.add_argument("--embed-cache", default=None, metavar="DIR",
-                     help="keep turn embeddings in DIR between runs")
-    prb.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _output_args(prb)
     prb.set_defaults(func=cmd_bench_probes)
 
     sml = bsub.add_parser("small", help="memories of a few turns (day one): answer ranked "
@@ -323,10 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="small-memories JSON (default: the packaged data/small_memories_v1.json)")
     sml.add_argument("--methods", type=_csv(str), default=None,
                      help="comma-separated methods (default: dense, bm25, fusion, ppr, synapse)")
-    sml.add_argument("--out", required=True, help="results JSON")
-    sml.add_argument("--embed-cache", default=None, metavar="DIR",
-                     help="keep turn embeddings in DIR between runs")
-    sml.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _output_args(sml)
     sml.set_defaults(func=cmd_bench_small)
 
     perf = bsub.add_parser("perf", help="latency and throughput against memory size")

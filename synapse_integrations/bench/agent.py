@@ -63,7 +63,7 @@ from .baselines import BaselineRanker, is_baseline
 from .context_cost import TokenCounter, context_section
 from .locomo import load_locomo
 from .longmemeval import ABSTENTION, QUESTION_TYPES, load_longmemeval, read_json
-from .metrics import mean_by_key, percentiles, recall_at_k
+from .metrics import latency_summary, mean_by_key, recall_at_k
 from .retrieval import (
     DEFAULT_KS,
     INGEST_CHUNK,
@@ -457,10 +457,6 @@ def _phase_entry(recs: list[AgentRecord], run: _Run, ds: AgentDataset, ks: Seque
     return entry, top
 
 
-def _latency(values: Sequence[float]) -> dict[str, float] | None:
-    return {**percentiles(values), "n": len(values)} if values else None
-
-
 def _method_entry(run: _Run, m: str, ds: AgentDataset, ks: Sequence[int],
                   transcript: Mapping[str, list[Any]] | None,
                   lengths: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
@@ -478,7 +474,7 @@ def _method_entry(run: _Run, m: str, ds: AgentDataset, ks: Sequence[int],
         entry["transcript"].update(context_section(
             transcript[m], lambda r: lengths[r.conversation], ds.keys, ds.pools, ks))
     entry["hub_turn"] = hubs
-    entry["latency_ms"] = {"first_after_write": _latency([r.first_ms for r in recs
+    entry["latency_ms"] = {"first_after_write": latency_summary([r.first_ms for r in recs
                                                           if r.first_ms is not None]),
-                           "warm": _latency([r.latency_ms for r in recs])}
+                           "warm": latency_summary([r.latency_ms for r in recs])}
     return entry

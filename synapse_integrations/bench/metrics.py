@@ -27,6 +27,7 @@ __all__ = [
     "gate_rates",
     "gate_sweep",
     "head_to_head",
+    "latency_summary",
     "loses",
     "mean_by_group",
     "mean_by_key",
@@ -232,6 +233,17 @@ def percentiles(
             raise InvalidInputError(f"percentile must lie in [0, 100], got {p!r}")
         out[f"p{p:g}"] = float(np.percentile(values, p, method="linear"))
     return out
+
+
+def latency_summary(values_ms: Sequence[float]) -> dict[str, float] | None:
+    """:func:`percentiles` and how many values (``"n"``); ``None`` for no value.
+
+    >>> latency_summary([10, 20, 30, 40, 50])
+    {'p50': 30.0, 'p95': 48.0, 'n': 5}
+    >>> latency_summary([]) is None
+    True
+    """
+    return {**percentiles(values_ms), "n": len(values_ms)} if len(values_ms) else None
 
 
 def refusal_rates(records: Iterable[tuple[bool, bool]]) -> dict[str, float]:

@@ -33,7 +33,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from .agent import load_agent_data
 from .context_cost import TokenCounter, context_section
-from .metrics import mean_by_key, percentiles, recall_at_k
+from .metrics import latency_summary, mean_by_key, recall_at_k
 from .peer_systems import (
     ENGINE_SYSTEMS,
     PEERS,
@@ -143,6 +143,10 @@ def _ingest_entry(run: _Run, m: str) -> dict[str, Any]:
                              "mean": sum(rss) / len(rss) if rss else None}}
 
 
+def _latency(run: _Run, m: str) -> dict[str, float] | None:
+    return latency_summary([r.latency_ms for r in run.records[m]])
+
+
 def _scored(run: _Run, m: str, ks: Sequence[int], keys: Sequence[str], pools: Any,
             lengths: dict[str, dict[str, int]]) -> dict[str, Any]:
     recs = run.records[m]
@@ -154,10 +158,6 @@ def _scored(run: _Run, m: str, ks: Sequence[int], keys: Sequence[str], pools: An
         entry[f"recall@{k}"] = {key: per.get(key) for key in names}
     entry.update(context_section(recs, lambda r: lengths[r.conversation], keys, pools, ks))
     return entry
-
-
-def _latency(recs: Sequence[QuestionRecord]) -> dict[str, float] | None:
-    return {**percentiles([r.latency_ms for r in recs]), "n": len(recs)} if recs else None
 
 
 def _scale_memory(memories: Sequence[BenchMemory], turns: int, queries: int) -> BenchMemory:
@@ -241,7 +241,7 @@ def run_peers(
             scale = {"turns": scale_turns, "source": f"the first {scale_turns} turns of "
                      f"{Path(data).name}'s memories concatenated", "questions": len(big.questions),
                      "methods": {m: {"ingest": _ingest_entry(srun, m),
-                                     "latency_ms": _latency(srun.records[m])} for m in methods}}
+                                     "latency_ms": _latency(srun, m)} for m in methods}}
 
     counter = TokenCounter()
     lengths = {mem.name: counter.lengths({t["id"]: t["text"] for t in mem.turns})
@@ -259,7 +259,7 @@ def run_peers(
     for m in methods:
         entry = {"version": system_version(m),
                  **_scored(run, m, ks, ds.keys, ds.pools, lengths),
-                 "latency_ms": _latency(run.records[m]), "ingest": _ingest_entry(run, m),
+                 "latency_ms": _latency(run, m), "ingest": _ingest_entry(run, m),
                  "import_rss_mb": import_rss[m]}
         if m == "ppr" and "synapse" in methods:
             entry["ingest"]["shares"] = "synapse"
