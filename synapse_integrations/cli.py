@@ -36,6 +36,7 @@ from .bench.commands import (
     cmd_bench_longmemeval,
     cmd_bench_peers,
     cmd_bench_perf,
+    cmd_bench_serve,
     cmd_bench_probes,
     cmd_bench_small,
 )
@@ -346,6 +347,22 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--out", required=True, help="perf JSON")
     perf.add_argument("--no-progress", action="store_true", help="no progress bar")
     perf.set_defaults(func=cmd_bench_perf)
+
+    srv = bsub.add_parser("serve", help="a real `synapse serve http` process on 127.0.0.1 under "
+                                        "concurrent clients: operations/s and p50/p95/p99 per "
+                                        "operation, then every acknowledged turn checked")
+    srv.add_argument("--clients", type=int, default=8, help="client threads (default 8)")
+    srv.add_argument("--ops", type=int, default=60, help="operations per client (default 60)")
+    srv.add_argument("--namespaces", type=int, default=4,
+                     help="namespaces the clients share (default 4)")
+    srv.add_argument("--write-share", type=float, default=0.5,
+                     help="share of operations that write one turn; the others retrieve(k=10) "
+                          "(default 0.5)")
+    srv.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing",
+                     help="the server's embedder (default hashing: the server's own cost)")
+    srv.add_argument("--rounds", type=int, default=3, help="load rounds on one server (default 3)")
+    srv.add_argument("--out", required=True, help="results JSON")
+    srv.set_defaults(func=cmd_bench_serve)
 
     from .server.commands import add_commands  # serve, and the operator commands
 

@@ -3,41 +3,26 @@ thread, or as a `synapse serve` subprocess), free ports, health polling."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+from synapse_integrations.bench.serve import (
+    ServerProcess,
+    free_port,
+    server_env,
+    wait_healthy,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
+__all__ = ["ROOT", "ServerProcess", "ThreadServer", "env", "free_port", "rest_server",
+           "synapse_cmd", "wait_healthy"]
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, *, timeout: float = 60.0, proc: subprocess.Popen | None = None,
-                 log: Path | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"the server exited ({proc.returncode}): "
-                               f"{log.read_text()[-3000:] if log else ''}")
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"no healthy server at {url} within {timeout} s")
+#: The environment of a subprocess that must import this checkout.
+env = server_env
 
 
 class ThreadServer:
@@ -77,47 +62,3 @@ def synapse_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "synapse_integrations.cli", *args]
 
 
-def env() -> dict[str, str]:
-    """The environment of a subprocess that must import this checkout."""
-    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-            "ANONYMIZED_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false"}
-
-
-class ServerProcess:
-    """``synapse serve http|mcp ...`` as a subprocess on a free port of 127.0.0.1."""
-
-    def __init__(self, kind: str, path: Path, *extra: str, port: int | None = None,
-                 log: Path | None = None) -> None:
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.path = path
-        self.log_path = log or path.parent / f"server-{self.port}.log"
-        self.args = synapse_cmd("serve", kind, "--path", str(path), "--port", str(self.port), *extra)
-        self.proc: subprocess.Popen | None = None
-
-    def start(self, *, timeout: float = 60.0) -> ServerProcess:
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, env=env(), cwd=ROOT)
-        log.close()
-        wait_healthy(self.url, timeout=timeout, proc=self.proc, log=self.log_path)
-        return self
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-
-    def __enter__(self) -> ServerProcess:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()

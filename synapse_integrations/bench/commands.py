@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["cmd_bench_agent", "cmd_bench_locomo", "cmd_bench_longmemeval", "cmd_bench_peers",
-           "cmd_bench_perf",
+           "cmd_bench_perf", "cmd_bench_serve",
            "cmd_bench_probes", "cmd_bench_small", "format_first_query", "format_gate",
            "format_head_to_head", "format_locomo_table", "format_longmemeval_table",
            "format_probes_table", "format_recall_table"]
@@ -366,6 +366,21 @@ def cmd_bench_perf(args: argparse.Namespace) -> int:
         for path in plot_perf(results, args.plot):
             print(f"wrote {path}")
     return 0
+
+
+def cmd_bench_serve(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .serve import format_serve_table, run_serve
+
+    with tempfile.TemporaryDirectory(prefix="synapse-bench-serve-") as tmp:
+        results = run_serve(tmp, clients=args.clients, ops=args.ops, namespaces=args.namespaces,
+                            write_share=args.write_share, embedder=args.embedder,
+                            rounds=args.rounds, log=lambda line: print(line, flush=True))
+    _write_json(args.out, results)
+    print(format_serve_table(results))
+    print(f"wrote {args.out}")
+    return 0 if not results["errors"] and not any(results["stored"].values()) else 1
 
 
 def _write_json(path: str, data: dict[str, Any]) -> None:

@@ -39,12 +39,13 @@ import numpy as np
 
 from .._adapter_utils import holding_memory
 from ..config import SynapseConfig
+from ..core.state.validation import WRITE_CHUNK, normalise_text, validate_namespace
 from ..core.text.documents import document
-from ..core.state.validation import normalise_text, validate_namespace
 from ..errors import (
     InvalidInputError,
     InvalidTypeError,
     NodeNotFoundError,
+    StorageError,
     SynapseError,
     UnknownNamespaceError,
 )
@@ -53,6 +54,7 @@ from ..pool import EnginePool
 from ..storage.lock import DirectoryLock
 from ..types import RetrievalResult
 from . import wire
+from .group_commit import GroupCommit
 
 __all__ = ["MAX_PAGE", "MemoryService", "VectorHints", "make_embedder", "retrieval_config"]
 
@@ -177,6 +179,11 @@ class MemoryService:
         self._dirlock = DirectoryLock(self.path).acquire()
         self.started = time.time()
         self._lock = threading.Lock()
+        # concurrent writes to one namespace share one commit (see .group_commit); a batch
+        # refused as input (any SynapseError but a storage failure) is retried per request
+        self.writes: GroupCommit[Any, str] = GroupCommit(
+            self._write, max_items=WRITE_CHUNK,
+            isolate=lambda e: isinstance(e, SynapseError) and not isinstance(e, StorageError))
         client = engine_kwargs.get("client")
         if client is not None:  # a Chroma server holds the vectors: its collections name them
             from ..storage.chroma import list_namespaces
@@ -247,6 +254,10 @@ class MemoryService:
         the text again); returns their ids. Creates the namespace."""
         if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Sequence):
             raise InvalidTypeError("turns must be a list of turns")
+        return self.writes.submit(self._checked(namespace, True), turns)
+
+    def _write(self, namespace: str, turns: list[Any]) -> list[str]:
+        """One commit of the turns that :attr:`writes` gathered for ``namespace``."""
         with self.lease(namespace, create=True) as engine:
             return self._add_turns(engine, turns)
 

@@ -13,7 +13,8 @@ from collections import defaultdict
 
 import pytest
 from _server_helpers import ServerProcess
-from _server_load import Load, check_stored, run_load
+
+from synapse_integrations.bench.serve import Load, check_stored, run_load
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
