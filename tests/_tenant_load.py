@@ -75,6 +75,7 @@ def run(url: str, pid: int, namespaces: int, *, every: int = 25,
     samples: list[dict[str, Any]] = [{"namespaces": 0, **proc_figures(pid)}]
     errors: list[str] = []
     open_ms: list[float] = []
+    read_ms: list[float] = []
     written = 0
     with httpx.Client(base_url=url, timeout=120) as http:
         for n in range(namespaces):
@@ -96,17 +97,21 @@ def run(url: str, pid: int, namespaces: int, *, every: int = 25,
             if time.monotonic() > t_end:
                 errors.append(f"deadline: read back {n} namespaces")
                 break
+            t0 = time.perf_counter()
             r = http.post(f"/v1/namespaces/tenant-{n}/retrieve", json={"query": "bees garden", "k": 1})
+            read_ms.append((time.perf_counter() - t0) * 1000)  # its engine closed since: reopened
             ids = [it.get("id") for it in r.json().get("items", [])] if r.status_code == 200 else []
             if ids != [f"t{n}"]:
                 errors.append(f"read tenant-{n}: {r.status_code} {r.text[:200]}")
             if (n + 1) % every == 0:
                 samples.append({"namespaces": namespaces, "read_back": n + 1, **proc_figures(pid)})
         samples.append({"namespaces": namespaces, "read_back": written, **proc_figures(pid)})
-    cold = sorted(open_ms)
+    cold, reopen = sorted(open_ms), sorted(read_ms)
     return {"samples": samples, "errors": errors, "written": written,
             "cold_write_p50_ms": round(cold[len(cold) // 2], 1) if cold else None,
-            "cold_write_p95_ms": round(cold[int(len(cold) * 0.95)], 1) if cold else None}
+            "cold_write_p95_ms": round(cold[int(len(cold) * 0.95)], 1) if cold else None,
+            "cold_read_p50_ms": round(reopen[len(reopen) // 2], 1) if reopen else None,
+            "cold_read_p95_ms": round(reopen[int(len(reopen) * 0.95)], 1) if reopen else None}
 
 
 def main() -> int:

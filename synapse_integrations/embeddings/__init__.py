@@ -7,7 +7,9 @@ NaN/inf (or an :class:`~synapse_integrations.errors.EmbeddingError` saying what 
 
 - :mod:`.minilm`: :class:`MiniLMEmbedder`, the packaged model, loaded offline;
 - :mod:`.checked`: :class:`CheckedEmbedder` and :func:`as_embedder`;
-- :mod:`.hashing`: :class:`HashingEmbedder`, deterministic and model-free.
+- :mod:`.hashing`: :class:`HashingEmbedder`, deterministic and model-free;
+- :mod:`.batching`: :class:`BatchingEmbedder`, concurrent calls embedded together (the
+  server's).
 
 >>> from synapse_integrations.embeddings import MiniLMEmbedder
 >>> emb = MiniLMEmbedder()          # doctest: +SKIP
@@ -18,9 +20,10 @@ NaN/inf (or an :class:`~synapse_integrations.errors.EmbeddingError` saying what 
 from __future__ import annotations
 
 from ..types import Embedder
+from .batching import BatchingEmbedder
 from .checked import CheckedEmbedder, as_embedder
 from .hashing import HashingEmbedder
 from .minilm import MINILM_DIM, MiniLMEmbedder, packaged_model_path
 
-__all__ = ["MINILM_DIM", "CheckedEmbedder", "Embedder", "HashingEmbedder", "MiniLMEmbedder",
+__all__ = ["MINILM_DIM", "BatchingEmbedder", "CheckedEmbedder", "Embedder", "HashingEmbedder", "MiniLMEmbedder",
            "as_embedder", "packaged_model_path"]

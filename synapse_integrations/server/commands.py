@@ -301,9 +301,15 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
     guard = f"; {len(keys.keys) + bool(key)} API keys" if keys is not None else "; API key required" if key else ""
     print(f"SYNAPSE memory server: http://{args.host}:{args.port} (folder {service.path}; "
           f"docs at /docs{'; MCP at /mcp' if args.mcp else ''}{guard})", file=sys.stderr, flush=True)
+    json_logs = args.log_format == "json"
+    if json_logs:
+        from .telemetry import use_json_logs
+
+        use_json_logs()
     with stop_signals() as stopped:
         try:
-            run_uvicorn(app, host=args.host, port=args.port, log_level=args.log_level)
+            run_uvicorn(app, host=args.host, port=args.port, log_level=args.log_level,
+                        keep_logging=json_logs)
         finally:
             service.close()  # the final snapshot of every open memory
     if stopped:
@@ -380,6 +386,9 @@ def add_commands(sub: Any) -> None:
                         choices=("critical", "error", "warning", "info", "debug"))
     http = ssub.add_parser("http", parents=[common], help="the REST API (FastAPI on uvicorn)")
     http.add_argument("--mcp", action="store_true", help="also serve the MCP tools at /mcp")
+    http.add_argument("--log-format", choices=("text", "json"), default="text",
+                      help="json: every log line one JSON object on stderr, with an access line "
+                           "per request (method, route, status, duration_ms)")
     http.set_defaults(func=_wrap(cmd_serve_http))
     mcp = ssub.add_parser("mcp", parents=[common], help="the MCP server (stdio or streamable HTTP)")
     mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")

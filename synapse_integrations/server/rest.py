@@ -4,6 +4,7 @@ Routes (``{namespace}`` and ``{id}`` are single path segments, percent-encoded, 
 namespace or id the engine accepts can be named, ``/`` included)::
 
     GET  /health                                       liveness (no key needed)
+    GET  /metrics                                      Prometheus metrics (an unscoped key)
     GET  /v1/namespaces                                the namespaces of the folder
     GET  /v1/namespaces/{namespace}                    inspect: folder, stats, config
     PUT  /v1/namespaces/{namespace}                    create it, empty (a stored turn does too)
@@ -52,7 +53,7 @@ from urllib.parse import unquote
 from .._adapter_utils import require
 from ..errors import NamespaceError
 from . import wire
-from .access import KeyRing, key_ring
+from .access import AccessDeniedError, KeyRing, key_ring
 from .middleware import (
     API_KEY_HEADER,
     MAX_BODY_BYTES,
@@ -65,8 +66,15 @@ from .middleware import (
     key_of,
 )
 from .service import MAX_PAGE, MemoryService
+from .telemetry import METRICS_PATH, HttpMetrics
 
 require("fastapi", "server")
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request  # noqa: E402
+from fastapi.exceptions import RequestValidationError  # noqa: E402
+from fastapi.responses import JSONResponse, Response, StreamingResponse  # noqa: E402
+from fastapi.security import APIKeyHeader  # noqa: E402
+from starlette.exceptions import HTTPException  # noqa: E402
 
 from .bodies import (  # noqa: E402
     ConsistencyOut,
@@ -84,12 +92,6 @@ from .bodies import (  # noqa: E402
     TurnsIn,
     UpdateIn,
 )
-
-from fastapi import APIRouter, Depends, FastAPI, Query, Request  # noqa: E402
-from fastapi.exceptions import RequestValidationError  # noqa: E402
-from fastapi.responses import JSONResponse, StreamingResponse  # noqa: E402
-from fastapi.security import APIKeyHeader  # noqa: E402
-from starlette.exceptions import HTTPException  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +231,7 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
     app = FastAPI(title="SYNAPSE memory", version=__version__, lifespan=lifespan,
                   description=__doc__.split("\n\n", 1)[0] + " See docs/deployment.md.")
     app.state.service = svc
+    telemetry = svc.enable_telemetry()
     _install_errors(app)
 
     security: list[Any] = []
@@ -248,6 +251,20 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
         """Liveness and a few counts; needs no key."""
         return svc.health()
 
+    @app.get(METRICS_PATH, tags=["server"], dependencies=security,
+             response_class=Response,
+             responses={200: {"content": {"text/plain": {}}}, 401: {"model": ErrorOut},
+                        403: {"model": ErrorOut}})
+    def metrics(request: Request) -> Response:
+        """Prometheus metrics of the whole server (:mod:`.telemetry`). With API keys it
+        needs a key that may use every namespace (the counts span all tenants)."""
+        key = key_of(request)
+        if key is not None and not key.unscoped:
+            raise AccessDeniedError(f"{key.rule()} only; the server's metrics need a key "
+                                    f"for every namespace ('*')")
+        body, content_type = telemetry.exposition()
+        return Response(body, media_type=content_type)
+
     v1 = APIRouter(prefix="/v1", dependencies=security,
                    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, **_ERRORS_DOC})
     _routes(v1, svc)
@@ -260,6 +277,10 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
     if ring is not None:
         app.add_middleware(AccessControl, keys=ring)
     app.add_middleware(RawSegments)
+    # outermost: every request counted, the ones the middlewares above refuse included
+    # (labelled by the routes' templates: the app's own, and the /v1 router's)
+    labels = [r for r in app.router.routes if hasattr(r, "path")] + list(v1.routes)
+    app.add_middleware(HttpMetrics, telemetry=telemetry, routes=lambda: labels)
     return app
 
 

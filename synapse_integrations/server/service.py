@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +50,13 @@ from ..errors import (
     SynapseError,
     UnknownNamespaceError,
 )
+from ..group_commit import GroupCommit
 from ..namespace_keys import typed_key
 from ..pool import EnginePool
 from ..storage.lock import DirectoryLock
 from ..types import RetrievalResult
 from . import wire
-from .group_commit import GroupCommit
+from .embedders import VectorHints, make_embedder, model_of
 
 __all__ = ["MAX_PAGE", "MemoryService", "VectorHints", "make_embedder", "retrieval_config"]
 
@@ -64,57 +66,6 @@ MAX_PAGE = 1000
 #: Retrieval settings a single call may override (the graph-building fields may not).
 _RETRIEVAL_FIELDS = {f.name: f for f in dataclasses.fields(SynapseConfig)
                      if f.name not in SynapseConfig.GRAPH_FIELDS and f.name != "extra"}
-
-
-def make_embedder(name: str | None = None) -> Any:
-    """The embedder for a server or an operator command: ``"minilm"`` (the packaged
-    all-MiniLM-L6-v2, the default) or ``"hashing"`` (deterministic and model-free: for
-    tests and demos, not semantic)."""
-    from ..embeddings import HashingEmbedder, MiniLMEmbedder
-
-    if name in (None, "minilm"):
-        return MiniLMEmbedder()
-    if name == "hashing":
-        return HashingEmbedder()
-    raise InvalidInputError(f"embedder must be 'minilm' or 'hashing', got {name!r}")
-
-
-class VectorHints:
-    """An embedder that can be handed the vectors of some texts in advance.
-
-    An import with vectors (``synapse import --with-vectors`` output) stores each turn
-    with the vector it was exported with instead of embedding it again: inside
-    ``with hints.preset({text: vector})`` (per thread), :meth:`embed_documents` answers
-    those texts from the preset and embeds the others with the wrapped embedder.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.dim = getattr(inner, "dim", None)
-        self._local = threading.local()
-
-    @contextlib.contextmanager
-    def preset(self, vectors: Mapping[str, Any]) -> Iterator[None]:
-        old = getattr(self._local, "preset", None)
-        self._local.preset = dict(vectors)
-        try:
-            yield
-        finally:
-            self._local.preset = old
-
-    def embed_documents(self, texts: Sequence[str]) -> Any:
-        preset = getattr(self._local, "preset", None)
-        texts = list(texts)
-        if not preset:
-            return self.inner.embed_documents(texts)
-        missing = [t for t in texts if t not in preset]
-        fresh = iter(np.asarray(self.inner.embed_documents(missing), dtype=np.float64)
-                     if missing else ())
-        return np.stack([np.asarray(preset[t], dtype=np.float64) if t in preset else next(fresh)
-                         for t in texts])
-
-    def embed_query(self, text: str) -> Any:
-        return self.inner.embed_query(text)
 
 
 def retrieval_config(base: SynapseConfig, overrides: Any) -> SynapseConfig:
@@ -151,6 +102,18 @@ def retrieval_config(base: SynapseConfig, overrides: Any) -> SynapseConfig:
         raise InvalidInputError(f"config: {exc}") from None
 
 
+def _operation(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A service method that is one memory operation: timed and traced as ``name`` (see
+    :meth:`MemoryService.operation`)."""
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def run(self: MemoryService, namespace: Any, *args: Any, **kwargs: Any) -> Any:
+            with self.operation(name, namespace):
+                return fn(self, namespace, *args, **kwargs)
+        return run
+    return wrap
+
+
 def _page_arg(value: Any, name: str, lo: int, hi: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}")
@@ -179,7 +142,8 @@ class MemoryService:
         self._dirlock = DirectoryLock(self.path).acquire()
         self.started = time.time()
         self._lock = threading.Lock()
-        # concurrent writes to one namespace share one commit (see .group_commit); a batch
+        self.telemetry: Any = None  # see enable_telemetry()
+        # concurrent writes to one namespace share one commit (see ..group_commit); a batch
         # refused as input (any SynapseError but a storage failure) is retried per request
         self.writes: GroupCommit[Any, str] = GroupCommit(
             self._write, max_items=WRITE_CHUNK,
@@ -191,6 +155,31 @@ class MemoryService:
             self._known: set[str] = set(list_namespaces(client))
         else:
             self._known = set(self.pool.namespaces())
+
+    # -- telemetry -----------------------------------------------------------------------
+    def enable_telemetry(self, *, tracer_provider: Any = None) -> Any:
+        """Start recording metrics and spans (:class:`~.telemetry.Telemetry`, needs
+        ``prometheus-client``: the ``server`` extra; ``tracer_provider``: where the spans
+        go, default OpenTelemetry's global one); returns it. The REST app calls it;
+        idempotent."""
+        if self.telemetry is None:
+            from .telemetry import Telemetry
+
+            self.telemetry = Telemetry(tracer_provider=tracer_provider, gauges={
+                "synapse_namespaces": ("namespaces in this folder", lambda: len(self._known)),
+                "synapse_open_namespaces": ("namespaces whose engine is open",
+                                            lambda: len(self.pool.opened())),
+                "synapse_write_queue": ("write requests queued or committing", self.writes.queued),
+            })
+        return self.telemetry
+
+    def operation(self, name: str, namespace: Any = None, **attributes: Any) -> Any:
+        """A context for one memory operation: timed and traced when telemetry is on
+        (:meth:`enable_telemetry`), nothing otherwise."""
+        if self.telemetry is None:
+            return contextlib.nullcontext()
+        return self.telemetry.operation(name, namespace if isinstance(namespace, str) else None,
+                                        **attributes)
 
     # -- namespaces ----------------------------------------------------------------------
     def _checked(self, namespace: Any, create: bool) -> str:
@@ -248,6 +237,7 @@ class MemoryService:
                 "namespaces": len(self.namespaces()), "open": len(self.pool.opened())}
 
     # -- writes --------------------------------------------------------------------------
+    @_operation('add_turns')
     def add_turns(self, namespace: Any, turns: Any) -> list[str]:
         """Store turns (dicts with ``text`` and optional ``speaker``, ``timestamp``,
         ``metadata``, ``id``, and ``vector``: the embedding to store instead of embedding
@@ -258,8 +248,12 @@ class MemoryService:
 
     def _write(self, namespace: str, turns: list[Any]) -> list[str]:
         """One commit of the turns that :attr:`writes` gathered for ``namespace``."""
-        with self.lease(namespace, create=True) as engine:
-            return self._add_turns(engine, turns)
+        with self.operation("commit", namespace, turns=len(turns)), \
+                self.lease(namespace, create=True) as engine:
+            ids = self._add_turns(engine, turns)
+        if self.telemetry is not None:
+            self.telemetry.commit_turns.observe(len(turns))
+        return ids
 
     def _add_turns(self, engine: Any, turns: Sequence[Any]) -> list[str]:
         clean, vectors = [], {}
@@ -290,6 +284,7 @@ class MemoryService:
             raise InvalidInputError(f"vector must be {dim} finite numbers, not all zero; got shape {v.shape}")
         return v
 
+    @_operation('update')
     def update(self, namespace: Any, node_id: Any, text: Any = None, *, metadata: Any = None,
                speaker: Any = None, timestamp: Any = None, keep_history: Any = True) -> str:
         """Change a stored turn (see ``Synapse.update``); returns its new id."""
@@ -300,6 +295,7 @@ class MemoryService:
         return self.engine(namespace).update(node_id, text, metadata=metadata, speaker=speaker,
                                              timestamp=timestamp, keep_history=keep_history)
 
+    @_operation('holding')
     def holding(self, namespace: Any, about: Any) -> dict[str, Any]:
         """The memory holding the fact ``about`` describes, for a tool that changes memory by
         description: the best-ranked statement for it (not a question asked about it:
@@ -316,24 +312,29 @@ class MemoryService:
                 "message": f"the memory holding that is {found.id}; nothing was changed: "
                            f"call again with its id to change it"}
 
+    @_operation('forget')
     def forget(self, namespace: Any, ids: Any = None, *, speaker: Any = None, since: Any = None,
                until: Any = None, where: Any = None, everything: Any = False) -> list[str]:
         """Remove episodes for good (see ``Synapse.forget``); returns the removed ids."""
         return self.engine(namespace).forget(ids, speaker=speaker, since=since, until=until,
                                              where=where, everything=everything)
 
+    @_operation('feedback')
     def feedback(self, namespace: Any, query: Any, used_ids: Any, unused_ids: Any = (), *,
                  alpha: Any = 0.1) -> dict[str, Any]:
         """Usage feedback (see ``Synapse.feedback``); returns the report as a dict."""
         report = self.engine(namespace).feedback(query, used_ids, unused_ids, alpha=alpha)
         return dataclasses.asdict(report)
 
+    @_operation('consolidate')
     def consolidate(self, namespace: Any) -> dict[str, Any]:
         return wire.report_to_wire(self.engine(namespace).consolidate())
 
+    @_operation('archive')
     def archive(self, namespace: Any, ids: Any) -> list[str]:
         return self.engine(namespace).archive(self._ids(ids))
 
+    @_operation('restore')
     def restore(self, namespace: Any, ids: Any) -> list[str]:
         """Bring archived nodes back; ids that are not archived are a NodeNotFoundError
         (checked here: the engine's restore() fails on them with a bare ValueError)."""
@@ -345,6 +346,7 @@ class MemoryService:
                 raise NodeNotFoundError(f"not archived memory id(s): {missing[:5]}")
             return engine.restore(ids) if ids else []
 
+    @_operation('archived')
     def archived(self, namespace: Any) -> list[dict[str, Any]]:
         """The archived nodes (episodes and concepts)."""
         return self.engine(namespace).archived()
@@ -356,16 +358,20 @@ class MemoryService:
             raise InvalidTypeError("ids must be a list of str")
         return list(ids)
 
+    @_operation('save')
     def save(self, namespace: Any) -> int:
         return self.engine(namespace).save()
 
+    @_operation('verify')
     def verify(self, namespace: Any) -> dict[str, Any]:
         return wire.report_to_wire(self.engine(namespace).verify())
 
+    @_operation('repair')
     def repair(self, namespace: Any) -> dict[str, Any]:
         return wire.report_to_wire(self.engine(namespace).repair())
 
     # -- reads ---------------------------------------------------------------------------
+    @_operation('retrieve')
     def retrieve_result(self, namespace: Any, query: Any, k: Any = None, *, kinds: Any = None,
                         speakers: Any = None, since: Any = None, until: Any = None,
                         where: Any = None, config: Any = None) -> tuple[RetrievalResult, SynapseConfig]:
@@ -386,6 +392,7 @@ class MemoryService:
         return wire.result_to_wire(result, signal=cfg.gate_signal, gate_enabled=cfg.use_gate,
                                    for_model=for_model)
 
+    @_operation('episodes')
     def episodes(self, namespace: Any, *, offset: Any = 0, limit: Any = 100,
                  include_archived: Any = True) -> dict[str, Any]:
         """One page of the episodes in ingestion order: ``{"episodes", "total", "offset",
@@ -403,6 +410,7 @@ class MemoryService:
         return {"episodes": page, "total": len(rows), "offset": offset, "limit": limit,
                 "next_offset": end if end < len(rows) else None}
 
+    @_operation('get')
     def get(self, namespace: Any, node_id: Any, *, include_archived: Any = False) -> dict[str, Any]:
         if not isinstance(node_id, str):
             raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
@@ -410,14 +418,17 @@ class MemoryService:
             raise InvalidTypeError("include_archived must be a bool")
         return self.engine(namespace).get(node_id, include_archived=include_archived)
 
+    @_operation('contains')
     def contains(self, namespace: Any, node_id: Any) -> bool:
         if not isinstance(node_id, str):
             raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
         return self.engine(namespace).contains(node_id)
 
+    @_operation('stats')
     def stats(self, namespace: Any) -> dict[str, int]:
         return self.engine(namespace).stats()
 
+    @_operation('inspect')
     def inspect(self, namespace: Any, node_id: Any = None, *, query: Any = None) -> dict[str, Any]:
         """A namespace (``node_id`` None): its folder, stats, config and embedder; or one
         memory: its attributes, its links in the graph (strongest first) and, with
@@ -426,7 +437,7 @@ class MemoryService:
             if node_id is None:
                 return {"namespace": engine.namespace, "path": str(engine.path),
                         "stats": engine.stats(), "config": engine.config.to_dict(),
-                        "embedder": type(self.embedder.inner).__name__}
+                        "embedder": type(model_of(self.embedder)).__name__}
             node = self.get(namespace, node_id, include_archived=True)
             links = []
             with engine.inspect_retrieval():  # holds the memory's lock while the graph is read
@@ -450,6 +461,7 @@ class MemoryService:
                                                             gate_enabled=cfg.use_gate)["gate"]}
             return out
 
+    @_operation('export')
     def export(self, namespace: Any, *, with_vectors: bool = False) -> list[dict[str, Any]]:
         """Every episode as an export line (see :mod:`.transfer`), read under the memory's
         lock (the engine held: no eviction in between) so that the export is one

@@ -43,10 +43,14 @@ def stop_signals() -> Iterator[list[str]]:
             signal.signal(sig, handler)
 
 
-def run_uvicorn(app: Any, *, host: str, port: int, log_level: str, graceful_s: float = 10) -> None:
+def run_uvicorn(app: Any, *, host: str, port: int, log_level: str, graceful_s: float = 10,
+                keep_logging: bool = False) -> None:
     """Serve ``app`` on ``host:port`` until SIGTERM or SIGINT (call it inside
-    :func:`stop_signals`; in-flight requests get ``graceful_s`` seconds to finish)."""
+    :func:`stop_signals`; in-flight requests get ``graceful_s`` seconds to finish).
+    ``keep_logging``: leave the logging set up as it is (JSON logs) instead of uvicorn's
+    own configuration."""
     import uvicorn
 
+    extra: dict[str, Any] = {"log_config": None} if keep_logging else {}
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level,
-                                  timeout_graceful_shutdown=graceful_s)).run()
+                                  timeout_graceful_shutdown=graceful_s, **extra)).run()

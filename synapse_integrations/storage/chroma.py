@@ -9,6 +9,7 @@ namespaces a Chroma holds, and the one class that touches Chroma's private files
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -23,6 +24,14 @@ logger = logging.getLogger(__name__)
 
 
 def _settings() -> Any:
+    """Chroma's settings for a new client: a copy of one built once (building them reads
+    the environment and any .env file, about 3 ms; each client gets its own copy because
+    ``PersistentClient`` writes its path into the settings it is given)."""
+    return _base_settings().model_copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _base_settings() -> Any:
     from chromadb.config import Settings
 
     return Settings(anonymized_telemetry=False, allow_reset=False)

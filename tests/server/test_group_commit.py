@@ -1,4 +1,4 @@
-"""Group commit (server/group_commit.py): concurrent writes to one key share one commit,
+"""Group commit (group_commit.py): concurrent writes to one key share one commit,
 each request gets its own results, a bad request fails alone, keys do not wait for each
 other; and through MemoryService, concurrent writers store every turn exactly once."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from synapse_integrations.embeddings import HashingEmbedder
 from synapse_integrations.errors import InvalidInputError
-from synapse_integrations.server.group_commit import GroupCommit
+from synapse_integrations.group_commit import GroupCommit
 from synapse_integrations.server.service import MemoryService
 
 

@@ -17,6 +17,7 @@ each turn as it is written (:func:`as_tagger`, :func:`affect_tag`); the mnemos m
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -149,13 +150,7 @@ class LexiconAffectTagger:
         problem = prm.positive_int(piece_words)
         if problem:
             raise InvalidInputError(f"piece_words {problem}, got {piece_words!r}")
-        try:
-            from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
-        except ImportError as exc:  # pragma: no cover - it is a dependency
-            raise MissingDependencyError(
-                "the offline affect tagger needs vaderSentiment: pip install vaderSentiment"
-            ) from exc
-        self._vader = SentimentIntensityAnalyzer()
+        self._vader = _vader()
         self.piece_words = piece_words
 
     def compound(self, text: str) -> float:
@@ -241,6 +236,19 @@ class LLMAffectTagger:
         if self._fallback is None:
             self._fallback = LexiconAffectTagger()
         return self._fallback.tag(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _vader() -> Any:
+    """VADER's analyser, one per process: it reads its lexicon file when made (about 20
+    ms, paid by every memory opened before) and only reads it afterwards."""
+    try:
+        from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+    except ImportError as exc:  # pragma: no cover - it is a dependency
+        raise MissingDependencyError(
+            "the offline affect tagger needs vaderSentiment: pip install vaderSentiment"
+        ) from exc
+    return SentimentIntensityAnalyzer()
 
 
 def as_tagger(value: Any) -> AffectTagger | None:
