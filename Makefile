@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP    ?= $(PYTHON) -m pip
 
-.PHONY: install install-core demo test test-fast bench-dev lint
+.PHONY: install install-core system-deps demo test test-fast bench-dev lint
 
 # what `make demo` needs: the core package only (the demo uses no framework)
 install-core:
@@ -10,9 +10,15 @@ install-core:
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e .
 
-# everything: the framework adapters, the benchmarks and the test tools
-install: install-core
+# everything: the framework adapters, the benchmarks and the test tools, and HAProxy from
+# Debian's packages (the sharded-deployment tests run a real one; docs/deployment.md)
+install: install-core system-deps
 	$(PIP) install -q -e ".[all,test]"
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+system-deps:
+	@command -v haproxy >/dev/null || { $(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q haproxy; }
 
 demo: install-core
 	$(PYTHON) -m synapse_integrations.cli demo
