@@ -237,7 +237,7 @@ class MemoryService:
                 "namespaces": len(self.namespaces()), "open": len(self.pool.opened())}
 
     # -- writes --------------------------------------------------------------------------
-    @_operation('add_turns')
+    @_operation("add_turns")
     def add_turns(self, namespace: Any, turns: Any) -> list[str]:
         """Store turns (dicts with ``text`` and optional ``speaker``, ``timestamp``,
         ``metadata``, ``id``, and ``vector``: the embedding to store instead of embedding
@@ -284,7 +284,7 @@ class MemoryService:
             raise InvalidInputError(f"vector must be {dim} finite numbers, not all zero; got shape {v.shape}")
         return v
 
-    @_operation('update')
+    @_operation("update")
     def update(self, namespace: Any, node_id: Any, text: Any = None, *, metadata: Any = None,
                speaker: Any = None, timestamp: Any = None, keep_history: Any = True) -> str:
         """Change a stored turn (see ``Synapse.update``); returns its new id."""
@@ -295,7 +295,7 @@ class MemoryService:
         return self.engine(namespace).update(node_id, text, metadata=metadata, speaker=speaker,
                                              timestamp=timestamp, keep_history=keep_history)
 
-    @_operation('holding')
+    @_operation("holding")
     def holding(self, namespace: Any, about: Any) -> dict[str, Any]:
         """The memory holding the fact ``about`` describes, for a tool that changes memory by
         description: the best-ranked statement for it (not a question asked about it:
@@ -312,29 +312,29 @@ class MemoryService:
                 "message": f"the memory holding that is {found.id}; nothing was changed: "
                            f"call again with its id to change it"}
 
-    @_operation('forget')
+    @_operation("forget")
     def forget(self, namespace: Any, ids: Any = None, *, speaker: Any = None, since: Any = None,
                until: Any = None, where: Any = None, everything: Any = False) -> list[str]:
         """Remove episodes for good (see ``Synapse.forget``); returns the removed ids."""
         return self.engine(namespace).forget(ids, speaker=speaker, since=since, until=until,
                                              where=where, everything=everything)
 
-    @_operation('feedback')
+    @_operation("feedback")
     def feedback(self, namespace: Any, query: Any, used_ids: Any, unused_ids: Any = (), *,
                  alpha: Any = 0.1) -> dict[str, Any]:
         """Usage feedback (see ``Synapse.feedback``); returns the report as a dict."""
         report = self.engine(namespace).feedback(query, used_ids, unused_ids, alpha=alpha)
         return dataclasses.asdict(report)
 
-    @_operation('consolidate')
+    @_operation("consolidate")
     def consolidate(self, namespace: Any) -> dict[str, Any]:
         return wire.report_to_wire(self.engine(namespace).consolidate())
 
-    @_operation('archive')
+    @_operation("archive")
     def archive(self, namespace: Any, ids: Any) -> list[str]:
         return self.engine(namespace).archive(self._ids(ids))
 
-    @_operation('restore')
+    @_operation("restore")
     def restore(self, namespace: Any, ids: Any) -> list[str]:
         """Bring archived nodes back; ids that are not archived are a NodeNotFoundError
         (checked here: the engine's restore() fails on them with a bare ValueError)."""
@@ -346,7 +346,7 @@ class MemoryService:
                 raise NodeNotFoundError(f"not archived memory id(s): {missing[:5]}")
             return engine.restore(ids) if ids else []
 
-    @_operation('archived')
+    @_operation("archived")
     def archived(self, namespace: Any) -> list[dict[str, Any]]:
         """The archived nodes (episodes and concepts)."""
         return self.engine(namespace).archived()
@@ -358,20 +358,20 @@ class MemoryService:
             raise InvalidTypeError("ids must be a list of str")
         return list(ids)
 
-    @_operation('save')
+    @_operation("save")
     def save(self, namespace: Any) -> int:
         return self.engine(namespace).save()
 
-    @_operation('verify')
+    @_operation("verify")
     def verify(self, namespace: Any) -> dict[str, Any]:
         return wire.report_to_wire(self.engine(namespace).verify())
 
-    @_operation('repair')
+    @_operation("repair")
     def repair(self, namespace: Any) -> dict[str, Any]:
         return wire.report_to_wire(self.engine(namespace).repair())
 
     # -- reads ---------------------------------------------------------------------------
-    @_operation('retrieve')
+    @_operation("retrieve")
     def retrieve_result(self, namespace: Any, query: Any, k: Any = None, *, kinds: Any = None,
                         speakers: Any = None, since: Any = None, until: Any = None,
                         where: Any = None, config: Any = None) -> tuple[RetrievalResult, SynapseConfig]:
@@ -392,7 +392,7 @@ class MemoryService:
         return wire.result_to_wire(result, signal=cfg.gate_signal, gate_enabled=cfg.use_gate,
                                    for_model=for_model)
 
-    @_operation('episodes')
+    @_operation("episodes")
     def episodes(self, namespace: Any, *, offset: Any = 0, limit: Any = 100,
                  include_archived: Any = True) -> dict[str, Any]:
         """One page of the episodes in ingestion order: ``{"episodes", "total", "offset",
@@ -410,7 +410,7 @@ class MemoryService:
         return {"episodes": page, "total": len(rows), "offset": offset, "limit": limit,
                 "next_offset": end if end < len(rows) else None}
 
-    @_operation('get')
+    @_operation("get")
     def get(self, namespace: Any, node_id: Any, *, include_archived: Any = False) -> dict[str, Any]:
         if not isinstance(node_id, str):
             raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
@@ -418,17 +418,17 @@ class MemoryService:
             raise InvalidTypeError("include_archived must be a bool")
         return self.engine(namespace).get(node_id, include_archived=include_archived)
 
-    @_operation('contains')
+    @_operation("contains")
     def contains(self, namespace: Any, node_id: Any) -> bool:
         if not isinstance(node_id, str):
             raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
         return self.engine(namespace).contains(node_id)
 
-    @_operation('stats')
+    @_operation("stats")
     def stats(self, namespace: Any) -> dict[str, int]:
         return self.engine(namespace).stats()
 
-    @_operation('inspect')
+    @_operation("inspect")
     def inspect(self, namespace: Any, node_id: Any = None, *, query: Any = None) -> dict[str, Any]:
         """A namespace (``node_id`` None): its folder, stats, config and embedder; or one
         memory: its attributes, its links in the graph (strongest first) and, with
@@ -461,7 +461,7 @@ class MemoryService:
                                                             gate_enabled=cfg.use_gate)["gate"]}
             return out
 
-    @_operation('export')
+    @_operation("export")
     def export(self, namespace: Any, *, with_vectors: bool = False) -> list[dict[str, Any]]:
         """Every episode as an export line (see :mod:`.transfer`), read under the memory's
         lock (the engine held: no eviction in between) so that the export is one
