@@ -72,6 +72,7 @@ def test_concurrent_calls_share_one_pass_and_get_their_own_vectors():
     assert np.allclose(out[3], ref.embed_query("ski trip"))
     assert len(slow.calls) == 2 and sorted(slow.calls[1]) == sorted(
         ["where is dana", "a turn", "another turn", "ski trip"])
+    assert (emb.passes, emb.texts) == (2, 5)
 
 
 def test_a_bad_text_fails_only_its_own_call():
@@ -87,6 +88,7 @@ def test_a_large_call_goes_straight_to_the_model():
     emb = BatchingEmbedder(slow, max_batch=4)
     assert emb.embed_documents([f"t{i}" for i in range(9)]).shape == (9, 16)
     assert emb.batches.stats.requests == 0 and emb.dim == 16
+    assert (emb.passes, emb.texts) == (1, 9)  # counted all the same
     assert emb.embed_documents([]).shape[0] == 0
 
 

@@ -22,6 +22,7 @@ since queries and documents share one batch.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,14 +49,26 @@ class BatchingEmbedder:
         # text fails only its own call
         self.batches: GroupCommit[str, Any] = GroupCommit(self._embed, max_items=max_batch,
                                                           isolate=lambda exc: True)
+        #: the model's passes and the texts they embedded (batched or not), since start
+        self.passes = self.texts = 0
+        self._count = threading.Lock()
+
+    def _model(self, texts: list[str]) -> Any:
+        out = self.inner.embed_documents(texts)
+        with self._count:
+            self.passes += 1
+            self.texts += len(texts)
+        return out
 
     def _embed(self, _key: Any, texts: list[str]) -> list[Any]:
-        return list(np.asarray(self.inner.embed_documents(texts)))
+        return list(np.asarray(self._model(texts)))
 
     def embed_documents(self, texts: Sequence[str]) -> Any:
         texts = list(texts)
-        if not texts or len(texts) > self.max_batch:
+        if not texts:
             return self.inner.embed_documents(texts)
+        if len(texts) > self.max_batch:
+            return self._model(texts)
         return np.stack(self.batches.submit("model", texts))
 
     def embed_query(self, text: str) -> Any:

@@ -165,7 +165,15 @@ class MemoryService:
         if self.telemetry is None:
             from .telemetry import Telemetry
 
-            self.telemetry = Telemetry(tracer_provider=tracer_provider, gauges={
+            counters = {}
+            batching = self.embedder.inner
+            if hasattr(batching, "passes"):  # a BatchingEmbedder counts the model's passes
+                counters = {
+                    "synapse_embed_passes": ("passes of the embedding model",
+                                             lambda: batching.passes),
+                    "synapse_embedded_texts": ("texts embedded in those passes",
+                                               lambda: batching.texts)}
+            self.telemetry = Telemetry(tracer_provider=tracer_provider, counters=counters, gauges={
                 "synapse_namespaces": ("namespaces in this folder", lambda: len(self._known)),
                 "synapse_open_namespaces": ("namespaces whose engine is open",
                                             lambda: len(self.pool.opened())),

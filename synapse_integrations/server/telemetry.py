@@ -25,6 +25,7 @@ Metrics (all prefixed ``synapse_``)::
     commit_turns                                   turns per write commit (group commit)
     namespaces, open_namespaces                    known / open engines
     write_queue                                    write requests queued or committing
+    embed_passes_total, embedded_texts_total       the model's passes and the texts in them
     process_open_fds, process_resident_memory_bytes, ...   (the process collector)
 
 >>> t = Telemetry()
@@ -55,7 +56,7 @@ from prometheus_client import (  # noqa: E402
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily  # noqa: E402
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily  # noqa: E402
 
 __all__ = ["METRICS_PATH", "HttpMetrics", "JsonLogFormatter", "Telemetry", "route_of",
            "use_json_logs"]
@@ -69,15 +70,19 @@ _COMMIT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096)
 access_log = logging.getLogger("synapse_integrations.server.access")
 
 
-class _Gauges:
-    """Gauges read at scrape time from callables (no value goes stale between scrapes)."""
+class _Read:
+    """Gauges and counters read at scrape time from callables (no value goes stale
+    between scrapes; the counters are counts their owners keep)."""
 
-    def __init__(self, read: dict[str, tuple[str, Callable[[], float]]]) -> None:
-        self.read = read
+    def __init__(self, gauges: dict[str, tuple[str, Callable[[], float]]],
+                 counters: dict[str, tuple[str, Callable[[], float]]]) -> None:
+        self.gauges, self.counters = gauges, counters
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        for name, (doc, fn) in self.read.items():
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        for name, (doc, fn) in self.gauges.items():
             yield GaugeMetricFamily(name, doc, value=float(fn()))
+        for name, (doc, fn) in self.counters.items():
+            yield CounterMetricFamily(name, doc, value=float(fn()))
 
 
 class Telemetry:
@@ -86,11 +91,13 @@ class Telemetry:
     Args:
         gauges: ``{name: (help, read)}`` gauges read at each scrape (the service passes
             its namespace counts and its write queue).
+        counters: the same for counts kept elsewhere (the embedder's passes and texts).
         tracer_provider: where the spans go (default: OpenTelemetry's global provider,
             a no-op until the application sets one).
     """
 
     def __init__(self, gauges: dict[str, tuple[str, Callable[[], float]]] | None = None, *,
+                 counters: dict[str, tuple[str, Callable[[], float]]] | None = None,
                  tracer_provider: Any = None) -> None:
         from opentelemetry import trace
 
@@ -111,8 +118,8 @@ class Telemetry:
         self.commit_turns = Histogram("synapse_commit_turns", "turns per write commit",
                                       buckets=_COMMIT_BUCKETS, registry=r)
         ProcessCollector(registry=r)
-        if gauges:
-            r.register(_Gauges(gauges))
+        if gauges or counters:
+            r.register(_Read(gauges or {}, counters or {}))
         self.tracer = trace.get_tracer("synapse_integrations", __version__,
                                        tracer_provider=tracer_provider)
 

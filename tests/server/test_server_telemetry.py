@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from prometheus_client.parser import text_string_to_metric_families
 
-from synapse_integrations.embeddings import HashingEmbedder
+from synapse_integrations.embeddings import BatchingEmbedder, HashingEmbedder
 from synapse_integrations.errors import UnknownNamespaceError
 from synapse_integrations.server.access import ApiKey, KeyRing
 from synapse_integrations.server.service import MemoryService
@@ -39,7 +39,7 @@ def _value(samples, name, **labels):
 
 
 def test_metrics_count_requests_by_route_template_and_status(tmp_path):
-    with rest_server(tmp_path / "mem", embedder=HashingEmbedder()) as srv:
+    with rest_server(tmp_path / "mem", embedder=BatchingEmbedder(HashingEmbedder())) as srv:
         c = httpx.Client(base_url=srv.url)
         for i in range(3):
             assert c.post("/v1/namespaces/alice/turns",
@@ -67,6 +67,9 @@ def test_metrics_count_requests_by_route_template_and_status(tmp_path):
                   error="UnknownNamespaceError") == 1
     assert _value(m, "synapse_namespaces") == 2 and _value(m, "synapse_open_namespaces") >= 1
     assert _value(m, "synapse_write_queue") == 0
+    # 4 stored turns and 1 query (the unknown namespace's is refused before embedding),
+    # one request at a time here, so each its own pass
+    assert _value(m, "synapse_embedded_texts_total") == _value(m, "synapse_embed_passes_total") == 5
     assert _value(m, "process_open_fds") > 0 and _value(m, "process_resident_memory_bytes") > 0
 
 
