@@ -9,12 +9,13 @@ namespaces a Chroma holds, and the one class that touches Chroma's private files
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,88 @@ def _base_settings() -> Any:
     from chromadb.config import Settings
 
     return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+class _SharedExclusive:
+    """A lock held shared by many or exclusive by one; a waiting exclusive holder goes
+    before new shared ones (so that a steady stream of calls cannot starve it). Not
+    reentrant: a shared holder must not take it again."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._exclusive or self._waiting:
+                self._cond.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                if not self._shared:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._exclusive or self._shared:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+#: Chroma's calls and this module's own SQLite access to an embedded folder never overlap.
+#: Chroma reaches ``chroma.sqlite3`` through the SQLite library built into its Rust core;
+#: :class:`ChromaFiles` through Python's ``sqlite3``, another copy of SQLite in the same
+#: process. Two copies do not see each other's locks, so a VACUUM by one while the other
+#: writes corrupts the database ("database disk image is malformed": reproduced with one
+#: namespace forgetting while three others wrote, on its first forget). Every Chroma call
+#: of the package holds this lock shared (:func:`chroma_call`, :func:`guarded`), the
+#: direct access exclusive; one lock for the process, since direct access is rare
+#: (opening, forgetting, dropping) and short.
+FILES_LOCK = _SharedExclusive()
+
+
+def chroma_call() -> Any:
+    """The context every call into an embedded Chroma runs in (see :data:`FILES_LOCK`)."""
+    return FILES_LOCK.shared()
+
+
+class _Guarded:
+    """A Chroma collection whose every method call runs inside :func:`chroma_call`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with FILES_LOCK.shared():
+                return attr(*args, **kwargs)
+        return call
+
+
+def guarded(collection: Any) -> Any:
+    """``collection`` with each method call held apart from the direct file access."""
+    return _Guarded(collection)
 
 
 def ephemeral_client() -> Any:
@@ -63,7 +146,7 @@ def persistent_client(path: str | Path) -> Any:
     import chromadb
 
     try:
-        with _CLIENTS_LOCK:
+        with _CLIENTS_LOCK, chroma_call():
             return chromadb.PersistentClient(path=str(path), settings=_settings())
     except Exception as exc:  # chroma raises many kinds; name the path
         raise StorageError(f"cannot open embedded Chroma at {path}: {exc}") from exc
@@ -88,7 +171,7 @@ def close_client(client: Any) -> None:
     if not callable(close):
         return
     try:
-        with _CLIENTS_LOCK:
+        with _CLIENTS_LOCK, chroma_call():
             close()
     except Exception as exc:  # pragma: no cover - depends on chroma internals
         logger.warning("closing the embedded Chroma client failed: %s", exc)
@@ -156,6 +239,17 @@ class ChromaFiles:
     def __init__(self, sqlite_path: str | Path) -> None:
         self.path = Path(sqlite_path)
 
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A connection of Python's ``sqlite3`` to the database, with every Chroma call of
+        the process held off meanwhile (:data:`FILES_LOCK`)."""
+        with FILES_LOCK.exclusive():
+            con = self._connect()
+            try:
+                yield con
+            finally:
+                con.close()
+
     def _connect(self) -> Any:
         import sqlite3
 
@@ -180,8 +274,7 @@ class ChromaFiles:
         import sqlite3
 
         try:
-            con = self._connect()
-            try:
+            with self._connection() as con:
                 problem = self.schema_problem(con)
                 if problem:
                     logger.warning("cannot check Chroma's index folders: %s", problem)
@@ -190,8 +283,6 @@ class ChromaFiles:
                 rows = con.execute(f"SELECT s.id, c.name FROM segments s JOIN collections c ON "
                                    f"s.collection = c.id WHERE s.scope = 'VECTOR' AND c.name IN "
                                    f"({marks})", list(names)).fetchall()
-            finally:
-                con.close()
         except sqlite3.Error as exc:
             logger.warning("cannot list Chroma's index folders in %s: %s", self.path, exc)
             return {}
@@ -201,8 +292,7 @@ class ChromaFiles:
         import sqlite3
 
         try:
-            con = self._connect()
-            try:
+            with self._connection() as con:
                 problem = self.schema_problem(con)
                 if problem:
                     logger.warning("cannot find Chroma's index folders: %s", problem)
@@ -210,8 +300,6 @@ class ChromaFiles:
                 marks = ",".join("?" * len(collection_ids))
                 rows = con.execute(f"SELECT id FROM segments WHERE scope = 'VECTOR' AND "
                                    f"collection IN ({marks})", list(collection_ids)).fetchall()
-            finally:
-                con.close()
         except sqlite3.Error as exc:
             logger.warning("cannot list Chroma's index folders in %s: %s", self.path, exc)
             return []
@@ -226,8 +314,7 @@ class ChromaFiles:
         import sqlite3
 
         try:
-            con = self._connect()
-            try:
+            with self._connection() as con:
                 problem = self.schema_problem(con)
                 if problem:
                     logger.error("forgotten text may stay in Chroma's log (%s): %s", self.path, problem)
@@ -246,8 +333,6 @@ class ChromaFiles:
                         con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
                                     "VALUES('optimize')")
                 self._vacuum(con)
-            finally:
-                con.close()
         except sqlite3.Error as exc:
             raise StorageError(f"could not scrub deleted text from {self.path}: {exc}") from exc
         return problem is None
@@ -263,11 +348,8 @@ class ChromaFiles:
         import sqlite3
 
         try:
-            con = self._connect()
-            try:
+            with self._connection() as con:
                 self._vacuum(con)
-            finally:
-                con.close()
         except sqlite3.Error as exc:
             raise StorageError(f"could not vacuum {self.path}: {exc}") from exc
 
@@ -275,7 +357,9 @@ class ChromaFiles:
 def list_namespaces(client: Any) -> list[str]:
     """Namespaces that have collections in this Chroma (read from collection metadata)."""
     out = set()
-    for col in client.list_collections():
+    with chroma_call():
+        collections = client.list_collections()
+    for col in collections:
         meta = getattr(col, "metadata", None) or {}
         if meta.get("library") == "synapse-integrations" and "namespace" in meta:
             out.add(meta["namespace"])

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StorageError
-from .chroma import ChromaFiles, collection_name
+from .chroma import ChromaFiles, chroma_call, collection_name, guarded
 from .hnsw import check_index, zero_hnsw_slack
 
 # the chroma module's logger, as before the split into modules
@@ -45,12 +45,13 @@ class VectorCollection:
     def __init__(self, client: Any, name: str, namespace: str, role: str) -> None:
         self.name = name
         try:
-            self._col = client.get_or_create_collection(
-                name,
-                embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"namespace": namespace, "role": role, "library": "synapse-integrations"},
-            )
+            with chroma_call():
+                self._col = guarded(client.get_or_create_collection(
+                    name,
+                    embedding_function=None,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"namespace": namespace, "role": role, "library": "synapse-integrations"},
+                ))
         except Exception as exc:
             raise StorageError(f"cannot open Chroma collection {name}: {exc}") from exc
 
@@ -198,13 +199,15 @@ class Tombstones:
         if self._col is not None:
             return self._col
         try:
-            if create:
-                self._col = self.client.get_or_create_collection(
-                    self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
-                    metadata={"namespace": self.namespace, "role": "forgotten",
-                              "library": "synapse-integrations"})
-            else:
-                self._col = self.client.get_collection(self.name, embedding_function=None)
+            with chroma_call():
+                if create:
+                    col = self.client.get_or_create_collection(
+                        self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+                        metadata={"namespace": self.namespace, "role": "forgotten",
+                                  "library": "synapse-integrations"})
+                else:
+                    col = self.client.get_collection(self.name, embedding_function=None)
+            self._col = guarded(col)
         except Exception as exc:
             if not create and _missing(exc):
                 return None
@@ -360,7 +363,8 @@ class ChromaVectors:
 
     def _recreate(self, name: str) -> None:
         try:
-            self.client.delete_collection(name)
+            with chroma_call():
+                self.client.delete_collection(name)
         except Exception as exc:
             if not _missing(exc):
                 raise StorageError(f"cannot delete Chroma collection {name}: {exc}") from exc
@@ -405,7 +409,8 @@ class ChromaVectors:
         folders = self.segment_folders()
         for name in (self.active.name, self.archive.name, self.forgotten.name):
             try:
-                self.client.delete_collection(name)
+                with chroma_call():
+                    self.client.delete_collection(name)
             except Exception as exc:  # already gone is fine; anything else is not
                 if not _missing(exc):
                     raise StorageError(f"cannot delete Chroma collection {name}: {exc}") from exc
