@@ -77,6 +77,10 @@ class IdsIn(_In):
     ids: list[str] = Field(max_length=10_000)
 
 
+class FreezeIn(_In):
+    frozen: bool = True
+
+
 class ErrorBody(BaseModel):
     type: str
     message: str

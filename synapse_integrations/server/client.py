@@ -370,6 +370,11 @@ class RemoteMemory(ServerConnection):
     def archive(self, ids: Sequence[str]) -> list[str]:
         return self._call("POST", "archive", json={"ids": list(ids)})["ids"]
 
+    def freeze(self, frozen: bool = True) -> bool:
+        """Refuse (or, ``frozen=False``, accept again) this namespace's writes on the
+        server, while a move copies it; returns whether it was frozen before."""
+        return bool(self._call("POST", "freeze", json={"frozen": frozen})["was_frozen"])
+
     def archived(self) -> list[dict[str, Any]]:
         """The archived nodes (``{"id", "kind", "text", ...}`` each)."""
         return self._call("GET", "archived")

@@ -330,24 +330,6 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_shards_haproxy(args: argparse.Namespace) -> int:
-    from .shards import parse_shards, write_haproxy
-
-    cfg = write_haproxy(args.out, parse_shards(args.shard), bind=args.bind)
-    print(f"wrote {cfg} and its Lua router; run: haproxy -f {cfg}")
-    return 0
-
-
-def cmd_shards_owner(args: argparse.Namespace) -> int:
-    from .shards import owner, parse_shards
-
-    shards = parse_shards(args.shard)
-    for ns in args.namespace:
-        name = owner(ns, list(shards))
-        print(f"{ns}\t{name}\t{shards[name]}")
-    return 0
-
-
 # ---------------------------------------------------------------------------------------
 # parsers
 # ---------------------------------------------------------------------------------------
@@ -461,17 +443,6 @@ def add_commands(sub: Any) -> None:
     imp.add_argument("--reembed", action="store_true", help="ignore the vectors in the file")
     imp.set_defaults(func=_wrap(cmd_import))
 
-    shards = sub.add_parser("shards", help="namespaces spread over several servers behind HAProxy")
-    shsub = shards.add_subparsers(dest="shards_command", required=True)
-    shard_list = argparse.ArgumentParser(add_help=False)
-    shard_list.add_argument("--shard", action="append", required=True, metavar="NAME=HOST:PORT",
-                            help="a memory server, in a fixed order (repeat; the name is hashed: "
-                                 "keep it when the address changes)")
-    hp = shsub.add_parser("haproxy", parents=[shard_list],
-                          help="write an HAProxy configuration routing each namespace to its shard")
-    hp.add_argument("--bind", default="127.0.0.1:8765", help="the proxy's address (default 127.0.0.1:8765)")
-    hp.add_argument("--out", required=True, metavar="DIR", help="where to write haproxy.cfg and its files")
-    hp.set_defaults(func=_wrap(cmd_shards_haproxy))
-    ow = shsub.add_parser("owner", parents=[shard_list], help="which shard owns each namespace")
-    ow.add_argument("namespace", nargs="+")
-    ow.set_defaults(func=_wrap(cmd_shards_owner))
+    from .shard_commands import add_shard_commands
+
+    add_shard_commands(sub, _wrap)

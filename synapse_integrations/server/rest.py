@@ -19,6 +19,7 @@ namespace or id the engine accepts can be named, ``/`` included)::
     GET  /v1/namespaces/{namespace}/memories/{id}/inspect   links, and how a query ranks it
     GET  /v1/namespaces/{namespace}/stats
     POST /v1/namespaces/{namespace}/consolidate | verify | repair | save | archive | restore
+    POST /v1/namespaces/{namespace}/freeze             refuse its writes (a 503) while it moves
     GET  /v1/namespaces/{namespace}/archived           the archived nodes
     GET  /v1/namespaces/{namespace}/export             JSONL (NDJSON), one turn per line
 
@@ -83,6 +84,7 @@ from .bodies import (  # noqa: E402
     ErrorOut,
     FeedbackIn,
     ForgetIn,
+    FreezeIn,
     HealthOut,
     IdsIn,
     IdsOut,
@@ -386,6 +388,13 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
     def save(namespace: str) -> dict[str, int]:
         """Write a snapshot now; returns its version."""
         return {"version": svc.save(_ns(namespace))}
+
+    @r.post("/namespaces/{namespace}/freeze", tags=["operations"])
+    def freeze(namespace: str, body: FreezeIn) -> dict[str, Any]:
+        """Refuse (``frozen``: true) or accept again the namespace's writes (a 503 to
+        retry meanwhile; reads are served): what a move to another shard does."""
+        name = _ns(namespace)
+        return {"namespace": name, "frozen": body.frozen, "was_frozen": svc.freeze(name, body.frozen)}
 
     @r.post("/namespaces/{namespace}/archive", response_model=IdsOut, tags=["operations"])
     def archive(namespace: str, body: IdsIn) -> dict[str, Any]:

@@ -102,13 +102,18 @@ def retrieval_config(base: SynapseConfig, overrides: Any) -> SynapseConfig:
         raise InvalidInputError(f"config: {exc}") from None
 
 
-def _operation(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _operation(name: str, *, writes: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A service method that is one memory operation: timed and traced as ``name`` (see
-    :meth:`MemoryService.operation`)."""
+    :meth:`MemoryService.operation`); one that ``writes`` is refused while its namespace
+    is frozen (:meth:`MemoryService.freeze`)."""
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def run(self: MemoryService, namespace: Any, *args: Any, **kwargs: Any) -> Any:
             with self.operation(name, namespace):
+                if writes and self._frozen and isinstance(namespace, str) \
+                        and validate_namespace(namespace) in self._frozen:
+                    raise StorageError(f"namespace {namespace!r} is being moved to another memory "
+                                       f"server: its writes are refused until the move ends; retry")
                 return fn(self, namespace, *args, **kwargs)
         return run
     return wrap
@@ -143,6 +148,7 @@ class MemoryService:
         self.started = time.time()
         self._lock = threading.Lock()
         self.telemetry: Any = None  # see enable_telemetry()
+        self._frozen: set[str] = set()  # see freeze()
         # concurrent writes to one namespace share one commit (see ..group_commit); a batch
         # refused as input (any SynapseError but a storage failure) is retried per request
         self.writes: GroupCommit[Any, str] = GroupCommit(
@@ -163,22 +169,9 @@ class MemoryService:
         go, default OpenTelemetry's global one); returns it. The REST app calls it;
         idempotent."""
         if self.telemetry is None:
-            from .telemetry import Telemetry
+            from .telemetry import service_telemetry
 
-            counters = {}
-            batching = self.embedder.inner
-            if hasattr(batching, "passes"):  # a BatchingEmbedder counts the model's passes
-                counters = {
-                    "synapse_embed_passes": ("passes of the embedding model",
-                                             lambda: batching.passes),
-                    "synapse_embedded_texts": ("texts embedded in those passes",
-                                               lambda: batching.texts)}
-            self.telemetry = Telemetry(tracer_provider=tracer_provider, counters=counters, gauges={
-                "synapse_namespaces": ("namespaces in this folder", lambda: len(self._known)),
-                "synapse_open_namespaces": ("namespaces whose engine is open",
-                                            lambda: len(self.pool.opened())),
-                "synapse_write_queue": ("write requests queued or committing", self.writes.queued),
-            })
+            self.telemetry = service_telemetry(self, tracer_provider=tracer_provider)
         return self.telemetry
 
     def operation(self, name: str, namespace: Any = None, **attributes: Any) -> Any:
@@ -231,6 +224,21 @@ class MemoryService:
         self.engine(namespace, create=True)
         return not existed
 
+    def freeze(self, namespace: Any, frozen: bool = True) -> bool:
+        """Refuse (``frozen``) or accept again the writes to ``namespace``: while a move to
+        another server copies it (``synapse shards rebalance``), its writes are a 503
+        to retry, its reads are served. In memory only: a restarted server accepts them
+        again, and the move's last step copies what was written meanwhile. Returns
+        whether it was frozen before."""
+        if not isinstance(frozen, bool):
+            raise InvalidTypeError("frozen must be a bool")
+        self._checked(namespace, False)
+        ns = validate_namespace(namespace)  # as the write operations check it
+        with self._lock:
+            was = ns in self._frozen
+            (self._frozen.add if frozen else self._frozen.discard)(ns)
+        return was
+
     def namespaces(self) -> list[str]:
         """The namespaces of this folder."""
         with self._lock:
@@ -245,7 +253,7 @@ class MemoryService:
                 "namespaces": len(self.namespaces()), "open": len(self.pool.opened())}
 
     # -- writes --------------------------------------------------------------------------
-    @_operation("add_turns")
+    @_operation("add_turns", writes=True)
     def add_turns(self, namespace: Any, turns: Any) -> list[str]:
         """Store turns (dicts with ``text`` and optional ``speaker``, ``timestamp``,
         ``metadata``, ``id``, and ``vector``: the embedding to store instead of embedding
@@ -292,7 +300,7 @@ class MemoryService:
             raise InvalidInputError(f"vector must be {dim} finite numbers, not all zero; got shape {v.shape}")
         return v
 
-    @_operation("update")
+    @_operation("update", writes=True)
     def update(self, namespace: Any, node_id: Any, text: Any = None, *, metadata: Any = None,
                speaker: Any = None, timestamp: Any = None, keep_history: Any = True) -> str:
         """Change a stored turn (see ``Synapse.update``); returns its new id."""
@@ -320,29 +328,29 @@ class MemoryService:
                 "message": f"the memory holding that is {found.id}; nothing was changed: "
                            f"call again with its id to change it"}
 
-    @_operation("forget")
+    @_operation("forget", writes=True)
     def forget(self, namespace: Any, ids: Any = None, *, speaker: Any = None, since: Any = None,
                until: Any = None, where: Any = None, everything: Any = False) -> list[str]:
         """Remove episodes for good (see ``Synapse.forget``); returns the removed ids."""
         return self.engine(namespace).forget(ids, speaker=speaker, since=since, until=until,
                                              where=where, everything=everything)
 
-    @_operation("feedback")
+    @_operation("feedback", writes=True)
     def feedback(self, namespace: Any, query: Any, used_ids: Any, unused_ids: Any = (), *,
                  alpha: Any = 0.1) -> dict[str, Any]:
         """Usage feedback (see ``Synapse.feedback``); returns the report as a dict."""
         report = self.engine(namespace).feedback(query, used_ids, unused_ids, alpha=alpha)
         return dataclasses.asdict(report)
 
-    @_operation("consolidate")
+    @_operation("consolidate", writes=True)
     def consolidate(self, namespace: Any) -> dict[str, Any]:
         return wire.report_to_wire(self.engine(namespace).consolidate())
 
-    @_operation("archive")
+    @_operation("archive", writes=True)
     def archive(self, namespace: Any, ids: Any) -> list[str]:
         return self.engine(namespace).archive(self._ids(ids))
 
-    @_operation("restore")
+    @_operation("restore", writes=True)
     def restore(self, namespace: Any, ids: Any) -> list[str]:
         """Bring archived nodes back; ids that are not archived are a NodeNotFoundError
         (checked here: the engine's restore() fails on them with a bare ValueError)."""

@@ -33,10 +33,12 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["fnv1a64", "haproxy_files", "owner", "parse_shards", "score", "write_haproxy"]
+__all__ = ["copy_namespace", "fnv1a64", "haproxy_files", "holds_all", "moves", "owner",
+           "parse_shards", "rebalance", "score", "write_haproxy"]
 
 _OFFSET = 0xCBF29CE484222325
 _PRIME = 0x100000001B3
@@ -196,3 +198,83 @@ def write_haproxy(directory: str | Path, shards: Mapping[str, str], *,
     for name, text in haproxy_files(shards, bind=bind, directory=d).items():
         (d / name).write_text(text, encoding="utf-8")
     return d / "haproxy.cfg"
+
+
+# ---------------------------------------------------------------------------------------
+# moving namespaces when the shards change
+# ---------------------------------------------------------------------------------------
+def moves(held: Mapping[str, Sequence[str]], new_shards: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """``{namespace: (source, target)}`` for the namespaces a shard holds
+    (``held[shard]``) that another shard owns under ``new_shards``."""
+    return {ns: (shard, owner(ns, new_shards)) for shard, names in held.items() for ns in names
+            if owner(ns, new_shards) != shard}
+
+
+def copy_namespace(source: Any, target: Any, *, batch: int = 256) -> int:
+    """Copy the episodes of ``source`` (a :class:`~.client.RemoteMemory`) that ``target``
+    lacks, with their ids, times, speakers, metadata and stored vectors (archived ones
+    archived again); returns how many. Run again, it copies only what is new."""
+    have = {e["id"] for e in target.episodes()}
+    todo = [line for line in source.export(with_vectors=True) if line["id"] not in have]
+    for k in range(0, len(todo), batch):
+        chunk = todo[k:k + batch]
+        turns = [{key: line[key] for key in ("id", "text", "speaker", "timestamp", "metadata", "vector")
+                  if line.get(key) is not None} for line in chunk]
+        ids = target.add_turns(turns)
+        archived = [i for i, line in zip(ids, chunk) if line.get("archived")]
+        if archived:
+            target.archive(archived)
+    return len(todo)
+
+
+def holds_all(source: Any, target: Any) -> bool:
+    """Whether ``target`` holds every episode of ``source`` (same id, same text; once the
+    proxy routes to the target it may hold newer ones too)."""
+    def rows(mem: Any) -> set[tuple[str, str]]:
+        return {(e["id"], e["text"]) for e in mem.episodes()}
+    return rows(source) <= rows(target)
+
+
+def rebalance(old: Mapping[str, str], new: Mapping[str, str], *, finish: bool = False,
+              api_key: str | None = None, log: Any = None) -> dict[str, Any]:
+    """Move the namespaces whose owner changes from the shards ``old`` to ``new``
+    (``{name: "HOST:PORT"}`` each), in two steps around the proxy's switch:
+
+    1. (``finish=False``) each moving namespace is frozen at its source (its writes are
+       503s to retry, its reads served), copied to its new owner and checked there;
+    2. the operator reloads HAProxy with ``new`` (``synapse shards haproxy``);
+    3. (``finish=True``) what reached a source meanwhile (a source that restarted forgot
+       its freeze) is copied too and checked, then the namespace is erased at the source.
+
+    Returns ``{"moved": {ns: [source, target]}, "copied": n, "erased": n}``; raises
+    :class:`StorageError` when a copy does not match (nothing is erased then)."""
+    import httpx
+
+    from ..errors import StorageError
+    from .client import RemoteMemory
+
+    url = {name: f"http://{addr}" for name, addr in {**old, **new}.items()}
+    held: dict[str, list[str]] = {}
+    headers = {"X-API-Key": api_key} if api_key else {}
+    for name in old:
+        r = httpx.get(f"{url[name]}/v1/namespaces", headers=headers, timeout=60)
+        r.raise_for_status()
+        held[name] = r.json()["namespaces"]
+    plan = moves(held, list(new))
+    copied = erased = 0
+    for ns, (src_name, dst_name) in sorted(plan.items()):
+        with RemoteMemory(url[src_name], ns, api_key=api_key, create=False) as src, \
+                RemoteMemory(url[dst_name], ns, api_key=api_key) as dst:
+            if not src.stats().get("episodes") and not finish:
+                continue  # an empty namespace (erased by an earlier move): nothing to carry
+            src.freeze(True)
+            copied += copy_namespace(src, dst)
+            if not holds_all(src, dst):
+                raise StorageError(f"namespace {ns!r}: {dst_name} lacks episodes of "
+                                   f"{src_name} after the copy; nothing was erased (run again)")
+            if finish:
+                src.freeze(False)
+                erased += len(src.forget(everything=True))
+        if log is not None:
+            log(f"{ns}: {src_name} -> {dst_name}{' (erased at the source)' if finish else ''}")
+    return {"moved": {ns: list(pair) for ns, pair in plan.items()}, "copied": copied, "erased": erased}

@@ -146,6 +146,24 @@ class Telemetry:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
 
+def service_telemetry(service: Any, *, tracer_provider: Any = None) -> Telemetry:
+    """The :class:`Telemetry` of a :class:`~.service.MemoryService`: its namespace counts
+    and write queue as gauges, and, when its embedder batches
+    (:class:`~synapse_integrations.embeddings.BatchingEmbedder`), the model's passes and
+    texts as counters."""
+    counters: dict[str, tuple[str, Callable[[], float]]] = {}
+    batching = service.embedder.inner
+    if hasattr(batching, "passes"):
+        counters = {"synapse_embed_passes": ("passes of the embedding model", lambda: batching.passes),
+                    "synapse_embedded_texts": ("texts embedded in those passes", lambda: batching.texts)}
+    gauges: dict[str, tuple[str, Callable[[], float]]] = {
+        "synapse_namespaces": ("namespaces in this folder", lambda: len(service.namespaces())),
+        "synapse_open_namespaces": ("namespaces whose engine is open", lambda: len(service.pool.opened())),
+        "synapse_write_queue": ("write requests queued or committing", service.writes.queued),
+    }
+    return Telemetry(gauges, counters=counters, tracer_provider=tracer_provider)
+
+
 def route_of(routes: Any, scope: dict[str, Any]) -> str:
     """The route template that ``scope`` matches among ``routes`` (a Starlette app's
     ``router.routes``), e.g. ``/v1/namespaces/{namespace}/retrieve``; ``"unmatched"``

@@ -47,7 +47,10 @@ def api_schema(api):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
-@schema.parametrize()
+# /freeze is left out: a frozen namespace answers its writes with a 503 by design (retry
+# while it moves to another shard), which this property would count as a server error;
+# tests/server/test_server_shards.py drives it
+@schema.exclude(path_regex="/freeze$").parametrize()
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 def test_no_request_the_spec_allows_is_a_server_error(case, api):
