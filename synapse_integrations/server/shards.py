@@ -257,8 +257,13 @@ def rebalance(old: Mapping[str, str], new: Mapping[str, str], *, finish: bool = 
     held: dict[str, list[str]] = {}
     headers = {"X-API-Key": api_key} if api_key else {}
     for name in old:
-        r = httpx.get(f"{url[name]}/v1/namespaces", headers=headers, timeout=60)
-        r.raise_for_status()
+        try:
+            r = httpx.get(f"{url[name]}/v1/namespaces", headers=headers, timeout=60)
+        except httpx.TransportError as exc:
+            raise StorageError(f"shard {name!r} at {url[name]} cannot be reached: {exc}") from exc
+        if r.status_code != 200:
+            raise StorageError(f"shard {name!r} at {url[name]} refused to list its namespaces "
+                               f"(HTTP {r.status_code}: {r.text[:200]})")
         held[name] = r.json()["namespaces"]
     plan = moves(held, list(new))
     copied = erased = 0

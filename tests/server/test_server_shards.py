@@ -299,3 +299,16 @@ def test_adding_a_fourth_shard_under_traffic_loses_nothing(tmp_path):
         stop.set()
         for s in servers.values():
             s.stop()
+
+
+def test_moves_name_only_what_changes_owner_and_an_unreachable_shard_is_a_clear_error():
+    from synapse_integrations.server.shards import moves, rebalance
+
+    held = {"s1": [f"t{i}" for i in range(200) if owner(f"t{i}", ["s1", "s2"]) == "s1"],
+            "s2": [f"t{i}" for i in range(200) if owner(f"t{i}", ["s1", "s2"]) == "s2"]}
+    plan = moves(held, ["s1", "s2", "s3"])
+    assert plan == {ns: (src, "s3") for src, names in held.items() for ns in names
+                    if owner(ns, ["s1", "s2", "s3"]) == "s3"}
+    assert moves(held, ["s1", "s2"]) == {}
+    with pytest.raises(StorageError, match="cannot be reached"):
+        rebalance({"s1": f"127.0.0.1:{free_port()}"}, {"s1": "127.0.0.1:1", "s2": "127.0.0.1:2"})
