@@ -112,6 +112,15 @@ def _write(pool: RemotePool, ns: str, tag: str) -> str:
     return pool.get(ns).add_turns([{"text": f"{ns} keeps bees ({tag})", "id": f"{ns}:{tag}"}])[0]
 
 
+def _seed(pool: RemotePool, tenants: list[str], tag: str) -> dict[str, set[str]]:
+    """One turn per tenant, written by 8 threads; the acknowledged ids per tenant."""
+    acked: dict[str, set[str]] = collections.defaultdict(set)
+    with ThreadPoolExecutor(8) as ex:
+        for ns, node in zip(tenants, ex.map(lambda ns: _write(pool, ns, tag), tenants)):
+            acked[ns].add(node)
+    return acked
+
+
 @pytest.mark.server
 @pytest.mark.slow
 def test_three_shards_behind_haproxy_one_killed_and_restarted(tmp_path):
@@ -123,13 +132,10 @@ def test_three_shards_behind_haproxy_one_killed_and_restarted(tmp_path):
     cfg = write_haproxy(tmp_path / "proxy", {n: f"127.0.0.1:{s.port}" for n, s in servers.items()},
                         bind=f"127.0.0.1:{port}")
     tenants = [f"tenant-{i}" for i in range(TENANTS)] + ["a/b", "user_id=42", "space here"]
-    acked: dict[str, set[str]] = collections.defaultdict(set)
     try:
         with HAProxy(cfg, port) as proxy:
             pool = RemotePool(proxy.url, retries=0, timeout=30)
-            with ThreadPoolExecutor(8) as ex:
-                for ns, node in zip(tenants, ex.map(lambda ns: _write(pool, ns, "one"), tenants)):
-                    acked[ns].add(node)
+            acked = _seed(pool, tenants, "one")
             # each tenant is on the shard owner() names, and on no other
             for n, srv in servers.items():
                 held = set(httpx.get(f"{srv.url}/v1/namespaces", timeout=30).json()["namespaces"])
@@ -220,7 +226,6 @@ def test_adding_a_fourth_shard_under_traffic_loses_nothing(tmp_path):
     cfg3 = write_haproxy(tmp_path / "proxy3", three, bind=f"127.0.0.1:{port}")
     cfg4 = write_haproxy(tmp_path / "proxy4", addr, bind=f"127.0.0.1:{port}")
     tenants = [f"tenant-{i}" for i in range(300)]
-    acked: dict[str, set[str]] = collections.defaultdict(set)
     lock = threading.Lock()
     stop = threading.Event()
     problems: list[str] = []
@@ -228,9 +233,7 @@ def test_adding_a_fourth_shard_under_traffic_loses_nothing(tmp_path):
     try:
         with HAProxy(cfg3, port) as proxy:
             pool = RemotePool(proxy.url, retries=0, timeout=30)
-            with ThreadPoolExecutor(8) as ex:
-                for ns, node in zip(tenants, ex.map(lambda ns: _write(pool, ns, "seed"), tenants)):
-                    acked[ns].add(node)
+            acked = _seed(pool, tenants, "seed")
 
             def client(c: int) -> None:
                 rng = random.Random(c)
