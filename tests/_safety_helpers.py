@@ -12,13 +12,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from synapse_integrations.bench.serve import free_port
 
 DIM = 384
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -151,7 +152,3 @@ class ChromaServer:
             return ""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

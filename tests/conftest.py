@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 # shared helpers (_server_helpers.py, _toy_models.py, ...) and fixtures stay here
 sys.path.insert(0, str(Path(__file__).parent))
 
+from synapse_integrations.bench.serve import free_port  # noqa: E402
 from synapse_integrations.embeddings import as_embedder  # noqa: E402
 
 
@@ -36,12 +36,6 @@ def memory(tmp_path, embedder):
     mem.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _chroma_cli() -> list[str]:
     exe = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
     return [exe]
@@ -53,7 +47,7 @@ def chroma_server(tmp_path_factory):
     import chromadb
 
     data = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
+    port = free_port()
     log = open(data / "server.log", "wb")
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
     proc = subprocess.Popen(

@@ -249,7 +249,7 @@ def check_stored(url: str, load: Load, namespaces: int, api_key: str | None = No
 
     lost = duplicated = unexpected = 0
     for k in range(namespaces):
-        ns = f"tenant-{k}"
+        ns = namespace_of(k, namespaces)
         if not load.attempted[ns]:
             continue
         with RemoteMemory(url, ns, api_key=api_key, create=False) as mem:

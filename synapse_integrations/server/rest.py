@@ -282,7 +282,7 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
     # outermost: every request counted, the ones the middlewares above refuse included
     # (labelled by the routes' templates: the app's own, and the /v1 router's)
     labels = [r for r in app.router.routes if hasattr(r, "path")] + list(v1.routes)
-    app.add_middleware(HttpMetrics, telemetry=telemetry, routes=lambda: labels)
+    app.add_middleware(HttpMetrics, telemetry=telemetry, routes=labels)
     return app
 
 

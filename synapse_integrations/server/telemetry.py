@@ -41,7 +41,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._adapter_utils import require
@@ -189,8 +189,8 @@ class HttpMetrics:
     status (refusals by the other middlewares included: keep it outermost), and logged
     on ``synapse_integrations.server.access`` at INFO."""
 
-    def __init__(self, app: Any, telemetry: Telemetry, routes: Callable[[], Any]) -> None:
-        self.app, self.telemetry, self.routes = app, telemetry, routes
+    def __init__(self, app: Any, telemetry: Telemetry, routes: Sequence[Any]) -> None:
+        self.app, self.telemetry, self.routes = app, telemetry, list(routes)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -208,7 +208,7 @@ class HttpMetrics:
             await self.app(scope, receive, sending)
         finally:
             seconds = time.perf_counter() - t0
-            route, method = route_of(self.routes(), scope), scope.get("method", "")
+            route, method = route_of(self.routes, scope), scope.get("method", "")
             self.telemetry.requests.labels(method, route, str(status[0])).inc()
             self.telemetry.request_seconds.labels(method, route).observe(seconds)
             if access_log.isEnabledFor(logging.INFO):
