@@ -119,7 +119,9 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
     ``dense_rank``, and one key per ranking signal with what it added to the score
     (:mod:`synapse_integrations.core.signals`; by default ``salience``, ``superseded``,
     ``echo``, ``reply``, ``asked``, ``focus``), plus ``hop``, the entity-feedback pass's discount),
-    ``path`` (node ids along which activation reached it) and ``metadata`` (what was stored
+    ``path`` (node ids along which activation reached it), its versions (``superseded_by``,
+    ``supersedes``) and when it held (``valid_from``, ``valid_until``: ISO 8601, None while
+    it holds), and ``metadata`` (what was stored
     with the turn). The score is ``sum(weights[n] * components[n])`` plus the adjustments
     (see :func:`score_terms`).
     """
@@ -135,6 +137,8 @@ def item_metadata(item: RetrievedItem) -> dict[str, Any]:
         "concepts": d["concepts"],
         "superseded_by": d["superseded_by"],
         "supersedes": d["supersedes"],
+        "valid_from": d["valid_from"],
+        "valid_until": d["valid_until"],
         "metadata": d["metadata"],
     }
 

@@ -147,6 +147,10 @@ class RetrievedItem:
     superseded_by: str | None = None
     superseded_at: datetime | None = None
     supersedes: str | None = None
+    # when it held (event time): from its own time (a fact: its earliest source's) until it
+    # was replaced (None: it holds now); docs/concepts.md, "Time and versions"
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (timestamps as ISO 8601)."""
@@ -164,6 +168,8 @@ class RetrievedItem:
             "superseded_by": self.superseded_by,
             "superseded_at": self.superseded_at.isoformat() if self.superseded_at else None,
             "supersedes": self.supersedes,
+            "valid_from": self.valid_from.isoformat() if self.valid_from else None,
+            "valid_until": self.valid_until.isoformat() if self.valid_until else None,
         }
 
 

@@ -7,7 +7,8 @@ does it. Read this class as a table of contents:
 ==================  ==================================================================
 lifecycle           ``__init__`` / :meth:`load`; :meth:`save` / :meth:`close` / :meth:`drop`
                     and the lock (:mod:`.lifetime`)
-ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update` (:mod:`.ingest`,
+ingestion           :meth:`add_turn`, :meth:`add_turns`, :meth:`update`,
+                    :meth:`supersede` (:mod:`.ingest`, :mod:`.state.validity`,
                     :mod:`.state.validation`, :mod:`.text.documents`)
 consolidation       :meth:`consolidate` (:mod:`.ingest.consolidation`), :meth:`sleep`
                     (:mod:`.lifecycle.sleep`)
@@ -17,8 +18,8 @@ retrieval           :meth:`retrieve`, :meth:`retrieve_by_vector`, :meth:`feedbac
 upkeep              :meth:`archive`, :meth:`archived`, :meth:`restore`, :meth:`forget`,
                     :meth:`verify`, :meth:`repair` (:mod:`.upkeep`:
                     :mod:`.lifecycle.forgetting`, :mod:`.lifecycle.consistency`)
-inspection          :meth:`get`, :meth:`contains`, :meth:`episodes`, :meth:`stats`,
-                    :attr:`graph`, :meth:`namespaces`, :meth:`subscribe`,
+inspection          :meth:`get`, :meth:`contains`, :meth:`episodes`, :meth:`history`,
+                    :meth:`stats`, :attr:`graph`, :meth:`namespaces`, :meth:`subscribe`,
                     :meth:`search_vectors`, :meth:`inspect_retrieval` (:mod:`.inspection`)
 async twins         every method above with an ``a`` prefix (:mod:`.twins`)
 ==================  ==================================================================
@@ -74,7 +75,7 @@ from .lifecycle.sleep import SleepReport
 from .lifetime import Lifetime
 from .models.affect import AffectTagger, as_tagger
 from .retrieval.pipeline import Retriever
-from .retrieval.scope import DEFAULT_KINDS, scope_of
+from .retrieval.scope import DEFAULT_KINDS, scope_of, timeline_of
 from .state.events import EventBus
 from .state.filters import Filter
 from .state.snapshot_checks import stored_config, validate_snapshot
@@ -340,15 +341,39 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
         with self._working():
             state = self._open_state()
             old = state.node(node_id)  # NodeNotFoundError for an unknown or archived id
+            if keep_history and old.get("superseded_by"):
+                raise InvalidInputError(f"{node_id} was already replaced by "
+                                        f"{old['superseded_by']}: update the newest version")
             turn = successor_turn(node_id, old, text=text, speaker=speaker, metadata=metadata,
                                   timestamp=timestamp)
             new_id = self.add_turns([turn])[0]  # raises before anything changed
             if keep_history:
-                state.supersede(node_id, new_id, at=time.time())
-                self.save()  # the supersession is durable when update returns
+                self.supersede(node_id, new_id)
             else:
                 self.forget(ids=[node_id])
             return new_id
+
+    def supersede(self, old_id: str, new_id: str) -> None:
+        """Record that the episode ``new_id`` replaces ``old_id`` (both kept): ``old_id``
+        stops holding when ``new_id`` started (its event time), is ranked below it, hidden
+        by ``current_only`` and shown in :meth:`history`. Durable when it returns. For
+        turns already stored (an import, an agent that finds a memory outdated);
+        :meth:`update` writes the new version and links it in one call.
+
+        >>> mem.supersede(old_id, new_id); mem.history(new_id)[0]["id"] == old_id  # doctest: +SKIP
+        True
+        """
+        with self._working():
+            state = self._open_state()
+            old, new = state.node(old_id), state.node(new_id)  # NodeNotFoundError
+            if old.get("kind") != "episode" or new.get("kind") != "episode" or old_id == new_id:
+                raise InvalidInputError("supersede links two different episodes (turns)")
+            if old.get("superseded_by") or new.get("supersedes"):
+                raise InvalidInputError(
+                    f"{old_id if old.get('superseded_by') else new_id} is already linked to "
+                    "another version; versions form one chain (see history())")
+            state.supersede(old_id, new_id, at=new.get("ts") or time.time())
+            self.save()
 
     # ------------------------------------------------------------------------------------
     # consolidation
@@ -383,7 +408,9 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
                  since: datetime | float | str | None = None,
                  until: datetime | float | str | None = None,
                  where: Mapping[str, Any] | None = None,
-                 at: datetime | float | str | None = None) -> RetrievalResult:
+                 at: datetime | float | str | None = None,
+                 as_of: datetime | float | str | None = None,
+                 current_only: bool = False) -> RetrievalResult:
         """Rank memories for ``query`` and apply the uncertainty gate.
 
         Returns the ``k`` best memories: episodes (the turns), each with the concepts and
@@ -395,18 +422,28 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
         :mod:`synapse_integrations.core.state.filters`). ``config`` overrides the retrieval
         settings for this call only (see :meth:`retrieve_by_vector`); ``at``: when it is asked.
 
+        Time (docs/concepts.md, "Time and versions"): ``as_of`` reads the memory as it stood
+        then: nothing that started later (by event time), replacements made later undone,
+        and the question asked then (``at`` defaults to it). ``current_only`` hides the
+        versions replaced by then (by :meth:`update`, :meth:`supersede` or
+        reconsolidation); by default they are returned, ranked right below what replaced
+        them (and a restatement the ranking finds at question time above the older turn).
+
         >>> res = mem.retrieve("What is Dana studying?", k=5)     # doctest: +SKIP
         >>> res.rejected, res.items[0].concepts, res.items[0].components  # doctest: +SKIP
         >>> mem.retrieve("What did I say about skiing?", speakers="user",
         ...              since="2024-01-01", where={"channel": "mobile"})   # doctest: +SKIP
+        >>> mem.retrieve("Where do I live?", as_of="2024-03-01")   # doctest: +SKIP
         """
         check_query(query)
         k = check_k((config or self.config).top_k if k is None else k)
         scope = scope_of(kinds, speakers, since, until, where)  # checked before embedding
+        timeline_of(as_of, current_only)
         q = self._embedder.embed_query(query)
         return self.retrieve_by_vector(query, q, k=k, config=config, kinds=kinds,
                                        speakers=speakers, since=since, until=until, where=where,
-                                       at=at, _scope=scope)
+                                       at=at, as_of=as_of, current_only=current_only,
+                                       _scope=scope)
 
     def retrieve_by_vector(self, query: str, q: np.ndarray, *, k: int | None = None,
                            config: SynapseConfig | None = None,
@@ -416,6 +453,8 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
                            until: datetime | float | str | None = None,
                            where: Mapping[str, Any] | None = None,
                            at: datetime | float | str | None = None,
+                           as_of: datetime | float | str | None = None,
+                           current_only: bool = False,
                            _scope: tuple[tuple[str, ...], Filter | None] | None = None
                            ) -> RetrievalResult:
         """:meth:`retrieve` with the query embedding already computed (used by benchmarks).
@@ -432,11 +471,14 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
         cfg = self.config.query_override(config)  # a graph-time change: ConfigError
         k = cfg.top_k if k is None else k
         kinds, flt = _scope or scope_of(kinds, speakers, since, until, where)
+        timeline = timeline_of(as_of, current_only)
+        asked_at = timeline.as_of if at is None else to_epoch(at)
         with self._working():
             state = self._open_state()
             self._sync(best_effort=True)
             qv = query_vector(q, state.graph.dim) if len(state.graph) else np.asarray(q, np.float32)
-            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=None if at is None else to_epoch(at))
+            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=asked_at,
+                                      timeline=timeline)
             for activated in out.activated:  # what a read records: dormancy, model's spikes
                 self._consolidator.dormancy.observe(activated)
             state.record_spikes(out.spikes)

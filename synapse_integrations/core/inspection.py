@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..storage.chroma import close_client, list_namespaces, persistent_client
 from .retrieval.pipeline import RetrievalSteps
+from .state.validity import chain, interval
 
 __all__ = ["Inspection"]
 
@@ -65,6 +66,30 @@ class Inspection:
         in ingestion order (archived ones included unless asked otherwise)."""
         with self._lock:
             return self._read_state().episodes(include_archived=include_archived)
+
+    def history(self, node_id: str) -> list[dict[str, Any]]:
+        """The versions of a memory, oldest first: each one's record (as :meth:`get`, with
+        archived versions marked) plus ``valid_from`` and ``valid_until`` (event times in
+        epoch seconds; ``valid_until`` None for the version that holds now). A memory
+        never updated is its own history. :class:`NodeNotFoundError` if there is no such
+        node.
+
+        >>> [v["text"] for v in mem.history(new_id)]                 # doctest: +SKIP
+        ['I live in Porto.', 'I live in Lisbon now.']
+        """
+        with self._lock:
+            state = self._read_state()
+            state.any_node(node_id)  # NodeNotFoundError
+
+            def node_of(i: str) -> dict[str, Any] | None:
+                return state.any_node(i) if state.knows(i) else None
+
+            out = []
+            for i in chain(node_of, node_id):
+                rec = state.record(i, include_archived=True)
+                rec["valid_from"], rec["valid_until"] = interval(rec)
+                out.append(rec)
+            return out
 
     def stats(self) -> dict[str, int]:
         """Counts of nodes by kind, edges by kind, archived nodes, pending turns, windows."""

@@ -59,6 +59,14 @@ class AsyncTwins:
         """Async twin of :meth:`update`."""
         return await self._run(self.update, node_id, text, **kwargs)
 
+    async def asupersede(self, old_id: str, new_id: str) -> None:
+        """Async twin of :meth:`supersede`."""
+        await self._run(self.supersede, old_id, new_id)
+
+    async def ahistory(self, node_id: str) -> list[dict[str, Any]]:
+        """Async twin of :meth:`history`."""
+        return await self._run(self.history, node_id)
+
     async def aconsolidate(self) -> ConsolidationReport:
         """Async twin of :meth:`consolidate`."""
         return await self._run(self.consolidate)

@@ -127,6 +127,8 @@ class ItemOut(BaseModel):
     superseded_by: Optional[str] = None
     superseded_at: Optional[str] = None
     supersedes: Optional[str] = None
+    valid_from: Optional[str] = None
+    valid_until: Optional[str] = None
 
 
 class GateOut(BaseModel):

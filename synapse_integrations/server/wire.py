@@ -185,13 +185,14 @@ def _dt(value: Any) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
-_ITEM_TIMES = ("timestamp", "superseded_at")
+_ITEM_TIMES = ("timestamp", "superseded_at", "valid_from", "valid_until")
 
 
 def item_to_wire(item: RetrievedItem) -> dict[str, Any]:
     """One retrieved memory: every field of :class:`RetrievedItem` (id, text, kind, score,
     components with every signal, speaker, timestamp, metadata, path, concepts, and its
-    history: superseded_by / superseded_at / supersedes), times as ISO 8601."""
+    history: superseded_by / superseded_at / supersedes, valid_from / valid_until), times
+    as ISO 8601."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(RetrievedItem):
         value = getattr(item, f.name)

@@ -71,7 +71,8 @@ def test_every_entry_point_for_turn_text_normalises(mem):
     assert mem.get(new)["metadata"][NORMALISED_KEY] == {"replaced": 1}
     clean = mem.update(new, "now without one")  # the old text's record does not carry over
     assert NORMALISED_KEY not in mem.get(clean)["metadata"]
-    kept = mem.update(one, speaker="Sam")  # the same text: its record stays
+    two = mem.add_turn("\x93quoted\x94 and\x0bsoft break", speaker="user")
+    kept = mem.update(two, speaker="Sam")  # the same text: its record stays
     assert mem.get(kept)["metadata"][NORMALISED_KEY] == {"cp1252": 2, "replaced": 1}
 
 

@@ -80,6 +80,7 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
     the ``concepts`` that led to it (:func:`led_by`)."""
     node_id = view.ids[idx]
     d = state.graph.node(node_id)
+    start, end = state.validity(node_id)
     path: list[str] = []
     if parents is not None:
         j, seen = idx, set()
@@ -98,6 +99,7 @@ def build_item(state: MemoryState, view: Compiled, idx: int, score: float,
         superseded_by=d.get("superseded_by"),
         superseded_at=from_epoch(d.get("superseded_at")),
         supersedes=d.get("supersedes"),
+        valid_from=from_epoch(start), valid_until=from_epoch(end),
     )
 
 

@@ -142,7 +142,7 @@ def run_pass(view: Compiled, state: MemoryState, cfg: SynapseConfig, model: Retr
         distinct = scoring.singled_out(share)[cand]
     score = own_score if own_score is not None else scoring.hybrid_score(
         sim, activation, pr, **cfg.score_weights(), lexical=lexical, distinct=distinct)
-    ctx = Candidates(view, state, cfg, cand, asked, at)
+    ctx = Candidates(view, state, cfg, cand, asked, at, scope.as_of)
     adjustments: dict[str, np.ndarray] = {}
     for s in active:  # each signal adjusts the score the ones before it left
         score, adjustments[s.name] = s.adjust(ctx, score)

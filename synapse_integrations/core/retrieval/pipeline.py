@@ -35,7 +35,7 @@ from ..state.state import MemoryState
 from . import gate
 from .items import activation_vector, item, led_by, shown_weights
 from .passes import Spikes, explain_feedback, feedback_entities, merge_feedback, run_pass
-from .scope import DEFAULT_KINDS, Scope
+from .scope import DEFAULT_KINDS, Scope, Timeline
 from .triggers import anchor_scope, cosines, triggers
 
 __all__ = ["Retrieval", "RetrievalSteps", "Retriever"]
@@ -80,10 +80,11 @@ class Retriever:
 
     def run(self, query: str, qv: np.ndarray, k: int, cfg: SynapseConfig, *,
             kinds: tuple[str, ...] = DEFAULT_KINDS, flt: Filter | None = None,
-            at: float | None = None) -> Retrieval:
+            at: float | None = None, timeline: Timeline = Timeline()) -> Retrieval:
         """Rank memories for ``query`` (its unit vector ``qv``, validated by the caller),
         asked at time ``at`` (epoch seconds, or None), and apply the gate. Only nodes of
-        ``kinds`` that match ``flt`` are returned."""
+        ``kinds`` that match ``flt`` are returned, as the memory stood at ``timeline``
+        (:class:`~.scope.Timeline`)."""
         view = self.state.compiled()
         if view.n == 0:
             return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau), ())
@@ -93,7 +94,7 @@ class Retriever:
         # differ after a reload) and cheaper than a Chroma round trip.
         named = self.names(view, query, cfg)
         sim_all = cosines(view, qv, cfg, named)
-        scope = Scope.build(view, kinds, flt)
+        scope = Scope.build(view, kinds, flt, timeline)
         run = run_pass(view, self.state, cfg, model, query, qv, sim_all, k, scope, at)
         if run is None or run.order.size == 0:  # nothing (that the filters allow) to return
             return Retrieval(RetrievalResult(query, (), cfg.use_gate, 0.0, cfg.gate_tau),

@@ -14,7 +14,7 @@ from ..kernels.scoring import lend_similarity
 from ..signals import focus
 from ..state.state import MemoryState
 
-__all__ = ["Anchors", "anchor_scope", "cosines", "triggers"]
+__all__ = ["Anchors", "anchor_scope", "cosines", "fact_sources", "triggers"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def _kind_is_fact(view: Compiled, start: int = 0) -> np.ndarray:
                        count=view.n - start)
 
 
-def _facts(view: Compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fact_sources(view: Compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which nodes are sleep's facts, and the fact -> source episode edges (two arrays)."""
     is_fact = view.per_node("fact-nodes", _kind_is_fact)  # by kind: grows with the view
     drawn = is_fact[view.src] & view.is_episode[view.dst]
@@ -47,7 +47,7 @@ def cosines(view: Compiled, qv: np.ndarray, cfg: SynapseConfig,
     if names is not None:
         sim = names.cosines(sim, qv)
     if cfg.fact_role == "evidence":
-        _, facts, sources = view.derived("facts", _facts)
+        _, facts, sources = view.derived("facts", fact_sources)
         sim = lend_similarity(sim, facts, sources)
     return sim
 
@@ -58,7 +58,7 @@ def anchor_scope(view: Compiled, cfg: SynapseConfig, allowed: np.ndarray | None
     their sources' evidence rather than anchors."""
     if cfg.fact_role != "evidence":
         return allowed
-    is_fact = view.derived("facts", _facts)[0]
+    is_fact = view.derived("facts", fact_sources)[0]
     if not is_fact.any():
         return allowed
     return ~is_fact if allowed is None else allowed & ~is_fact

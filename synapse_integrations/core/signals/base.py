@@ -53,7 +53,9 @@ class Candidates:
     """What a signal sees of one retrieval pass: the compiled ``view``, the memory's
     ``state`` (read only), the query-time ``cfg``, the candidates ``cand`` (positions in
     the view), the question as the user ``asked`` it and when (``at``, epoch seconds or
-    None). ``notes`` is where a signal keeps what its :meth:`Signal.settle` needs."""
+    None), and the moment the memory is read at (``as_of``, None: now;
+    :mod:`..state.validity`). ``notes`` is where a signal keeps what its
+    :meth:`Signal.settle` needs."""
 
     view: Compiled
     state: MemoryState
@@ -61,6 +63,7 @@ class Candidates:
     cand: np.ndarray
     asked: str
     at: float | None
+    as_of: float | None = None
     notes: dict[str, Any] = field(default_factory=dict)
 
 

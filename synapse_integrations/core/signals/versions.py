@@ -53,10 +53,11 @@ def _root(word: str) -> str:
 
 
 def rank_versions(view: Any, cand: np.ndarray, score: np.ndarray, *, weight: float,
-                  tense: str = "neutral", placed: list[tuple[int, int]] | None = None
-                  ) -> np.ndarray:
+                  tense: str = "neutral", placed: list[tuple[int, int]] | None = None,
+                  as_of: float | None = None) -> np.ndarray:
     """Scores with versions ranked together (see the module docstring). ``view`` is the
-    compiled graph (``node_values("superseded_by")``), ``cand`` the candidates' indices.
+    compiled graph (``node_values("superseded_by")``), ``cand`` the candidates' indices;
+    a replacement made after ``as_of`` (its ``superseded_at``) is not one yet.
     ``placed``, when given, receives each pair ranked together as ``(newer, older)``
     positions in ``cand`` (:func:`settle_versions` keeps them so after a later merge).
 
@@ -70,11 +71,12 @@ def rank_versions(view: Any, cand: np.ndarray, score: np.ndarray, *, weight: flo
     """
     score = np.asarray(score, dtype=np.float64).copy()
     newer = view.node_values("superseded_by")
+    when = view.node_values("superseded_at") if as_of is not None else None
     pairs = []
     pos = {int(c): j for j, c in enumerate(cand)}
     for j, c in enumerate(cand.tolist()):
         nid = newer[c]
-        if nid is None:
+        if nid is None or (when is not None and when[c] is not None and when[c] > as_of):
             continue
         k = pos.get(view.index.get(nid, -1))
         if k is None:
@@ -122,7 +124,8 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
                 older_share: float = RECENT_OLDER_SHARE,
                 window: int = RECENT_WINDOW,
                 successor_share: float = SUCCESSOR_SHARE,
-                placed: list[tuple[int, int]] | None = None) -> np.ndarray:
+                placed: list[tuple[int, int]] | None = None,
+                as_of: float | None = None) -> np.ndarray:
     """Versions found at question time (the newest above older ones, whether or not a
     write linked them). Among the ``window`` best candidates, the user turns (not the
     assistant's) with an event time are compared by the question's words they hold (by a
@@ -144,7 +147,8 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     right above it.
 
     ``placed``, when given, receives each newer turn and the older one it was placed above
-    as ``(newer, older)`` positions in ``cand`` (:func:`settle_versions`).
+    as ``(newer, older)`` positions in ``cand`` (:func:`settle_versions`). With ``as_of``
+    only the turns said by then are compared.
 
     >>> from synapse_integrations.core.graph.graph import Compiled
     >>> def three_turns(*texts):  # the user's turns at times 1, 2, 3
@@ -181,6 +185,7 @@ def rank_recent(view: Any, cand: np.ndarray, score: np.ndarray, idf: Callable[[s
     metas, ts = view.node_values("metadata"), view.node_values("ts")
     top = [int(j) for j in np.argsort(-score, kind="stable")[:window]]
     users = [j for j in top if view.is_episode[cand[j]] and ts[cand[j]] is not None
+             and (as_of is None or ts[cand[j]] <= as_of)
              and not is_role({"speaker": speakers[cand[j]], "metadata": metas[cand[j]] or {}},
                              "assistant")]
     rooted = view.memo("recent.rooted")  # node -> its words, kept as the view grows
@@ -292,10 +297,10 @@ class Versions(Signal):
         tense = query_tense(ctx.asked)
         placed: list[tuple[int, int]] = []  # (newer, older) positions in cand
         out = rank_versions(view, cand, score, weight=cfg.superseded_weight, tense=tense,
-                            placed=placed)
+                            placed=placed, as_of=ctx.as_of)
         if cfg.version_recency:  # versions found at question time: the newest above
             out = rank_recent(view, cand, out, ctx.state.bm25.idf, ctx.asked, tense=tense,
-                              names=speaker_names(view), placed=placed)
+                              names=speaker_names(view), placed=placed, as_of=ctx.as_of)
         ctx.notes[self.name] = placed
         return out, out - score
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from ...config import SynapseConfig
 from ...errors import NodeNotFoundError
-from ..graph.graph import Compiled, MemoryGraph
+from ..graph.graph import FACT_TYPE, Compiled, MemoryGraph
 from ..text.documents import node_document
+from . import validity
 
 __all__ = ["StateReads"]
 
@@ -52,6 +53,19 @@ class StateReads:
         if include_archived and node_id not in self and node_id in self.graph.archive:
             return {"id": node_id, **self.archived_node(node_id), "archived": True}
         return {"id": node_id, **self.node(node_id)}
+
+    def validity(self, node_id: str) -> tuple[float | None, float | None]:
+        """When an active node held, ``(valid_from, valid_until)`` in event time (None:
+        unknown start, or it holds now): an episode's own, a fact's from the episodes it
+        was drawn from, none for another concept (:mod:`.validity`)."""
+        d = self.graph.node(node_id)
+        if d.get("kind") == "episode":
+            return validity.interval(d)
+        if d.get("ctype") == FACT_TYPE:
+            g = self.graph.g
+            return validity.fact_interval(g.nodes[n] for n in g.successors(node_id)
+                                          if g.nodes[n].get("kind") == "episode")
+        return None, None
 
     def archived_node(self, node_id: str) -> dict[str, Any]:
         """The attributes of an archived node (:class:`NodeNotFoundError` if none)."""

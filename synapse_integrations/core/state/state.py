@@ -30,6 +30,7 @@ from ...types import VectorWrite
 from ..graph import provenance
 from ..graph.graph import MemoryGraph, temporal_weight
 from ..index.bm25 import BM25Index
+from . import validity
 from .events import EventBus
 from .reads import StateReads
 from .validation import MAX_SPIKES
@@ -387,8 +388,19 @@ class MemoryState(StateReads):
         """Remove ``ids`` for good from the graph, the archive, both collections (unless
         ``chroma`` is False) and the indexes. A Chroma row of an id written again after it
         was forgotten (a newer generation, by another engine on the same Chroma) stays.
-        Returns the ids that existed in the graph or the archive."""
+        Returns the ids that existed in the graph or the archive. Versions that stay are
+        linked over the gap (:func:`~.validity.splice`)."""
+        relinked = validity.splice(lambda i: self.any_node(i) if self.knows(i) else None, ids)
         removed = list(dict.fromkeys(self.graph.remove_nodes(ids)))
+        for node_id, attrs in relinked.items():
+            d = self.any_node(node_id)
+            for name, value in attrs.items():
+                if value is None:
+                    d.pop(name, None)
+                else:
+                    d[name] = value
+        if relinked:
+            self.graph.invalidate()  # the compiled view caches node attributes
         if chroma:
             for col in (self.vectors.active, self.vectors.archive):
                 col.delete([i for i, gen in col.generations(ids).items() if self.dead(i, gen)
