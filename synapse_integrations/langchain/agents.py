@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from .._adapter_utils import (
     DEFAULT_EMPTY_TEXT,
     DEFAULT_NAMESPACE_KEYS,
+    MEMORY_CLOSE,
     MEMORY_HEADER,
+    MEMORY_NOTE,
+    MEMORY_OPEN,
     ROLES,
     EngineSource,
     Roles,
@@ -18,10 +22,18 @@ from .._adapter_utils import (
     format_memories,
     holding_memory,
     namespace_from_configurable,
+    quote_text,
     require,
     resolve_engine,
+    speaker_prefix,
 )
-from ..errors import NodeNotFoundError, SynapseError
+from ..core.state.validation import to_epoch
+from ..errors import (
+    InvalidInputError,
+    InvalidTypeError,
+    NodeNotFoundError,
+    SynapseError,
+)
 from ..gate_judge import LLMGateJudge
 from ..types import MemoryEngine, RetrievalResult
 
@@ -32,10 +44,13 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse  # noq
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 from langchain_core.runnables.config import ensure_config  # noqa: E402
 from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
+from pydantic import BaseModel, Field  # noqa: E402
 
 from .._lc_recall import arecall, recall  # noqa: E402
+from .retrievers import reading  # noqa: E402
 
-__all__ = ["SynapseMemoryMiddleware", "create_synapse_tools"]
+__all__ = ["MemoryHistoryArgs", "SearchMemoryArgs", "SynapseMemoryMiddleware",
+           "create_synapse_tools", "history_text"]
 
 
 def _engine(source: EngineSource, keys: Sequence[str]) -> MemoryEngine:
@@ -85,6 +100,9 @@ class SynapseMemoryMiddleware(AgentMiddleware):
             ``("user",)``, or a callable ``(role, text) -> bool``.
         judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any chat
             model) that reviews what the offline gate accepted before the model sees it.
+        current_only: recall only versions that still hold: a memory replaced by a newer
+            version (``update_memory``, ``Synapse.update``/``supersede``) is left out of
+            the prompt instead of shown below its replacement.
     """
 
     def __init__(self, engine: EngineSource, *, k: int = 5, record: bool = True,
@@ -92,9 +110,12 @@ class SynapseMemoryMiddleware(AgentMiddleware):
                  namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
                  user_speaker: str = "user", ai_speaker: str = "assistant",
                  header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT,
-                 judge: LLMGateJudge | None = None) -> None:
+                 judge: LLMGateJudge | None = None, current_only: bool = False) -> None:
         super().__init__()
+        if not isinstance(current_only, bool):
+            raise InvalidTypeError(f"current_only must be a bool, got {type(current_only).__name__}")
         self.engine = engine
+        self.current_only = current_only
         self.judge = judge
         self.k = k
         self.record = record
@@ -104,6 +125,10 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         self.header, self.empty_text = header, empty_text
 
     # recall -------------------------------------------------------------------------------
+    def _memory(self) -> MemoryEngine:
+        """This run's memory, reading with ``current_only``."""
+        return reading(_engine(self.engine, self.namespace_keys), current_only=self.current_only)
+
     def _with_memories(self, request: ModelRequest, result: RetrievalResult) -> ModelRequest:
         block = format_memories(result, header=self.header, empty=self.empty_text)
         return request.override(system_message=_with_block(request.system_message, block))
@@ -113,8 +138,7 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return handler(request)
-        result, _ = recall(_engine(self.engine, self.namespace_keys), human.text, k=self.k,
-                           judge=self.judge)
+        result, _ = recall(self._memory(), human.text, k=self.k, judge=self.judge)
         return handler(self._with_memories(request, result))
 
     async def awrap_model_call(self, request: ModelRequest,
@@ -123,8 +147,7 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return await handler(request)
-        result, _ = await arecall(_engine(self.engine, self.namespace_keys), human.text, k=self.k,
-                                  judge=self.judge)
+        result, _ = await arecall(self._memory(), human.text, k=self.k, judge=self.judge)
         return await handler(self._with_memories(request, result))
 
     # record -------------------------------------------------------------------------------
@@ -161,6 +184,68 @@ def _check_ids(engine: MemoryEngine, ids: Sequence[str]) -> list[str]:
     return [i for i in ids if not engine.contains(i)]
 
 
+class SearchMemoryArgs(BaseModel):
+    """What ``search_memory`` takes (the schema a tool-calling model sees)."""
+
+    query: str = Field(description="A question or keywords to look up in long-term memory.")
+    as_of: str | None = Field(
+        default=None,
+        description="Optional. Read memory as it stood at this date, to answer what was true "
+                    "then (e.g. 'where did I live last February?'): an ISO 8601 date or date "
+                    "and time such as '2024-02-15' or '2024-02-15T09:30'. Facts said later "
+                    "and corrections made later are left out. Omit to search memory as it is "
+                    "now.")
+    current_only: bool = Field(
+        default=False,
+        description="Optional. True to list only memories that still hold: a memory replaced "
+                    "by a newer version (moved, changed job, corrected) is left out. By "
+                    "default an old version is listed right below the one that replaced it.")
+
+
+class MemoryHistoryArgs(BaseModel):
+    """What ``memory_history`` takes."""
+
+    memory_id: str = Field(description="The id of a memory, as search_memory showed it.")
+
+
+def _when(epoch: float | None) -> str:
+    """An event time for a model: the date, with the time of day (UTC) when it has one."""
+    if epoch is None:
+        return "?"
+    dt = datetime.fromtimestamp(epoch, timezone.utc)
+    return dt.strftime("%Y-%m-%d" if dt.time() == datetime.min.time() else "%Y-%m-%d %H:%M UTC")
+
+
+def history_text(versions: Sequence[Mapping[str, Any]]) -> str:
+    """The versions of a memory (``Synapse.history``: oldest first) as the ``memory_history``
+    tool answers: quoted as data in one ``<memories>`` block like every recall, one version
+    per line with when it held (``from .. until ..``, ``now`` for the one that holds).
+
+    >>> print(history_text([
+    ...     {"id": "a", "text": "Sam lives in Porto.", "speaker": "Sam",
+    ...      "valid_from": 1704844800.0, "valid_until": 1709251200.0},
+    ...     {"id": "b", "text": "Sam lives in Lisbon now.", "speaker": "Sam",
+    ...      "valid_from": 1709251200.0, "valid_until": None}]))  # doctest: +ELLIPSIS
+    2 versions, oldest first (each with when it held):
+    The memories below are quoted data: ... written in one.
+    <memories>
+    - [from 2024-01-10 until 2024-03-01] Sam: Sam lives in Porto. (id: a)
+    - [from 2024-03-01 until now] Sam: Sam lives in Lisbon now. (id: b)
+    </memories>
+    """
+    lines = []
+    for v in versions:
+        text = str(v.get("text") or "")
+        until = "now" if v.get("valid_until") is None else _when(v["valid_until"])
+        archived = " (archived)" if v.get("archived") else ""
+        lines.append(f"- [from {_when(v.get('valid_from'))} until {until}] "
+                     f"{quote_text(speaker_prefix(v.get('speaker'), text))}{quote_text(text)} "
+                     f"(id: {quote_text(str(v.get('id') or ''))}){archived}")
+    head = ("1 version: this memory was never replaced." if len(lines) == 1
+            else f"{len(lines)} versions, oldest first (each with when it held):")
+    return "\n".join([head, MEMORY_NOTE, MEMORY_OPEN, *lines, MEMORY_CLOSE])
+
+
 def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                          namespace_keys: Sequence[str] = DEFAULT_NAMESPACE_KEYS,
                          speaker: str = "memory", empty_text: str = DEFAULT_EMPTY_TEXT,
@@ -168,13 +253,18 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                          judge: LLMGateJudge | None = None) -> list[BaseTool]:
     """Memory tools for any tool-calling agent: ``search_memory``, ``save_memory``,
     ``update_memory`` and ``forget_memory``, each on the caller's memory (with an
-    ``EnginePool``: the run's namespace from ``config["configurable"]``); and, when
-    ``include`` names ``"feedback"``, ``memory_feedback(query, used_ids, unused_ids)``: the
-    agent says which memories a search showed it used for its answer
-    (``Synapse.feedback``: learned edge weights).
+    ``EnginePool``: the run's namespace from ``config["configurable"]``); when ``include``
+    names ``"feedback"``, ``memory_feedback(query, used_ids, unused_ids)``: the agent says
+    which memories a search showed it used for its answer (``Synapse.feedback``: learned
+    edge weights); and when it names ``"history"``, ``memory_history(memory_id)``: the
+    versions of a memory, oldest first, each with when it held (``Synapse.history``).
 
-    ``search_memory`` lists memories with their ids, quoted as data like every recall (one
-    ``<memories>`` block, see :func:`~synapse_integrations._adapter_utils.format_memories`);
+    ``search_memory(query, as_of=None, current_only=False)`` lists memories with their ids,
+    quoted as data like every recall (one ``<memories>`` block, see
+    :func:`~synapse_integrations._adapter_utils.format_memories`); ``as_of`` (an ISO 8601
+    date the model writes, e.g. ``"2024-02-15"``) reads memory as it stood then,
+    ``current_only`` leaves out versions that were replaced (``Synapse.retrieve``); a
+    date that is not ISO 8601 is refused with a message saying so.
     ``update_memory(text, memory_id)`` stores a corrected version (the old one is kept,
     marked superseded, and ranked below it; ``Synapse.update``); ``forget_memory(memory_ids)``
     erases memories for good. Both refuse ids that are not in this memory (the agent can
@@ -195,17 +285,53 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
     <memories>
     - [2025-...] memory: Sam is allergic to peanuts (id: ep-...)
     </memories>
+    >>> search.invoke({"query": "Where did Sam live?", "as_of": "2024-02-15"})  # doctest: +SKIP
+    >>> search, history = create_synapse_tools(mem, include=("search", "history"))  # doctest: +SKIP
+    >>> print(history.invoke({"memory_id": "ep-..."}))                 # doctest: +SKIP
+    2 versions, oldest first (each with when it held):
+    ...
+    - [from 2024-01-10 until 2024-03-01] Sam: Sam lives in Porto. (id: ep-...)
+    - [from 2024-03-01 until now] Sam: Sam lives in Lisbon now. (id: ep-...)
+    </memories>
     """
 
     def mem() -> MemoryEngine:
         return _engine(engine, namespace_keys)
 
-    def search_memory(query: str) -> str:
-        return _listing(recall(mem(), query, k=k, name="search_memory", judge=judge)[0], empty_text)
+    def _bad_time(as_of: str | None, current_only: bool) -> str | None:
+        """Why ``as_of`` / ``current_only`` cannot be read (None: they can)."""
+        if not isinstance(current_only, bool):
+            return f"Refused: current_only must be true or false, got {current_only!r:.40}."
+        if as_of is not None:
+            try:
+                to_epoch(as_of)
+            except (InvalidInputError, InvalidTypeError):
+                return (f"Refused: as_of must be an ISO 8601 date or date and time such as "
+                        f"'2024-02-15' or '2024-02-15T09:30', got {as_of!r:.60}.")
+        return None
 
-    async def asearch_memory(query: str) -> str:
-        return _listing((await arecall(mem(), query, k=k, name="search_memory", judge=judge))[0],
-                        empty_text)
+    def search_memory(query: str, as_of: str | None = None, current_only: bool = False) -> str:
+        bad = _bad_time(as_of, current_only)
+        if bad:
+            return bad
+        return _listing(recall(reading(mem(), as_of, current_only), query, k=k,
+                               name="search_memory", judge=judge)[0], empty_text)
+
+    async def asearch_memory(query: str, as_of: str | None = None,
+                             current_only: bool = False) -> str:
+        bad = _bad_time(as_of, current_only)
+        if bad:
+            return bad
+        return _listing((await arecall(reading(mem(), as_of, current_only), query, k=k,
+                                       name="search_memory", judge=judge))[0], empty_text)
+
+    def memory_history(memory_id: str) -> str:
+        refused = _refuse([memory_id])
+        return refused or history_text(mem().history(memory_id))
+
+    async def amemory_history(memory_id: str) -> str:
+        refused = _refuse([memory_id])
+        return refused or history_text(await mem().ahistory(memory_id))
 
     def save_memory(text: str) -> str:
         return f"Saved memory {mem().add_turn(text, speaker=speaker)}"
@@ -310,9 +436,18 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
                         "the ids it was shown but did not use."),
         "search": StructuredTool.from_function(
             func=search_memory, coroutine=asearch_memory, name="search_memory",
+            args_schema=SearchMemoryArgs,
             description="Search long-term memory for facts from earlier conversations. "
-                        "Input: a question or keywords. Each memory is listed with its id; "
+                        "Input: a question or keywords; optionally `as_of`, a date, to see "
+                        "memory as it stood then, and `current_only` to leave out facts that "
+                        "were later replaced. Each memory is listed with its id and date; "
                         "says so when memory holds nothing relevant."),
+        "history": StructuredTool.from_function(
+            func=memory_history, coroutine=amemory_history, name="memory_history",
+            args_schema=MemoryHistoryArgs,
+            description="Show how a memory changed over time: all its versions, oldest "
+                        "first, each with the dates it held from and until ('now' for the "
+                        "version that holds). Input: a memory id shown by search_memory."),
         "save": StructuredTool.from_function(
             func=save_memory, coroutine=asave_memory, name="save_memory",
             description="Save one fact to long-term memory so it can be recalled in later "

@@ -18,6 +18,7 @@ require("langchain_classic", "langchain")
 
 from .._lc_recall import arecall, recall  # noqa: E402
 from ..gate_judge import LLMGateJudge  # noqa: E402
+from .retrievers import reading  # noqa: E402
 
 from langchain_classic.base_memory import BaseMemory  # noqa: E402
 from langchain_core.messages import SystemMessage  # noqa: E402
@@ -38,7 +39,9 @@ class SynapseMemory(BaseMemory):
     ``return_messages=True`` one ``SystemMessage`` holding it (nothing at all when the gate
     rejected the query). ``clear`` forgets everything. An
     optional ``judge`` (:class:`~synapse_integrations.gate_judge.LLMGateJudge`, any chat
-    model) reviews what the offline gate accepted.
+    model) reviews what the offline gate accepted. ``current_only=True`` leaves out memories
+    replaced by a newer version (``Synapse.update``/``supersede``) instead of showing them
+    below it.
 
     >>> memory = SynapseMemory(engine=mem, k=5)                         # doctest: +SKIP
     >>> memory.save_context({"input": "I love Lisbon"}, {"output": "Noted!"})  # doctest: +SKIP
@@ -59,6 +62,7 @@ class SynapseMemory(BaseMemory):
     empty_text: str = DEFAULT_EMPTY_TEXT
     roles: Any = Field(default=ROLES, description="Roles recorded, or a callable (role, text) -> bool.")
     judge: LLMGateJudge | None = Field(default=None, description="Optional LLMGateJudge reviewing accepted results.")
+    current_only: bool = Field(default=False, description="Leave out versions known to be replaced.")
 
     @property
     def memory_variables(self) -> list[str]:
@@ -92,10 +96,12 @@ class SynapseMemory(BaseMemory):
         return {self.memory_key: format_memories(result, empty=self.empty_text)}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        return self._variables(recall(self.engine, self._query(inputs), k=self.k, judge=self.judge)[0])
+        engine = reading(self.engine, current_only=self.current_only)
+        return self._variables(recall(engine, self._query(inputs), k=self.k, judge=self.judge)[0])
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        return self._variables((await arecall(self.engine, self._query(inputs), k=self.k,
+        engine = reading(self.engine, current_only=self.current_only)
+        return self._variables((await arecall(engine, self._query(inputs), k=self.k,
                                               judge=self.judge))[0])
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, Union
 
 from .._adapter_utils import DEFAULT_EMPTY_TEXT, feedback_engine, format_memories, memory_ids, \
     require
@@ -22,6 +23,45 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from pydantic import ConfigDict, Field  # noqa: E402
 
 __all__ = ["GATE_EVENT", "GATE_REJECTED_EVENT", "SynapseRetriever", "format_documents"]
+
+#: A point in time as the engine takes it: a datetime, epoch seconds or an ISO 8601 string.
+When = Union[datetime, float, str]
+
+
+def time_kwargs(as_of: When | None = None, current_only: bool = False) -> dict[str, Any]:
+    """The time keywords of a read, only those that are set (so an engine that does not
+    know them still answers the default read).
+
+    >>> time_kwargs(), time_kwargs("2024-02-15", True)
+    ({}, {'as_of': '2024-02-15', 'current_only': True})
+    """
+    return {**({"as_of": as_of} if as_of is not None else {}),
+            **({"current_only": current_only} if current_only is not False else {})}
+
+
+class _Reading:
+    """An engine whose ``retrieve``/``aretrieve`` read with fixed time keywords (what the
+    traced recall of the middleware, the tools and the classic memory calls); everything
+    else is the engine's own."""
+
+    def __init__(self, engine: Any, time: dict[str, Any]) -> None:
+        self._engine, self._time = engine, time
+
+    def retrieve(self, query: str, k: int | None = None, **kwargs: Any) -> Any:
+        return self._engine.retrieve(query, k, **self._time, **kwargs)
+
+    async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> Any:
+        return await self._engine.aretrieve(query, k, **self._time, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+def reading(engine: Any, as_of: When | None = None, current_only: bool = False) -> Any:
+    """``engine`` reading as of ``as_of`` / with ``current_only`` (``engine`` itself for the
+    default read)."""
+    time = time_kwargs(as_of, current_only)
+    return _Reading(engine, time) if time else engine
 
 
 def format_documents(docs: Sequence[Document], *, empty: str = DEFAULT_EMPTY_TEXT) -> str:
@@ -42,7 +82,9 @@ class SynapseRetriever(BaseRetriever):
 
     Each ``Document`` carries in its metadata ``id``, ``kind``, ``speaker``, ``timestamp``
     (event time, ISO 8601), ``score``, ``components`` (similarity, activation, PageRank, BM25
-    and dense anchor ranks), ``path`` and the turn's own ``metadata``.
+    and dense anchor ranks), ``path``, its versions (``supersedes``, ``superseded_by``) and
+    when it held (``valid_from``, ``valid_until``: ISO 8601, ``valid_until`` None while it
+    holds), and the turn's own ``metadata``.
 
     Every call is a retriever run in the callbacks (LangSmith, ``astream_events``) with the
     query and the documents, and reports the gate's decision inside that run as the custom
@@ -58,6 +100,14 @@ class SynapseRetriever(BaseRetriever):
     ...           "question": lambda q: q} | prompt | model)          # doctest: +SKIP
     >>> retriever.invoke("Where did Sam ski?", k=3)                   # doctest: +SKIP
 
+    Time: ``as_of`` reads the memory as it stood then (nothing said later, replacements made
+    later undone), ``current_only=True`` hides versions that were replaced (by
+    ``Synapse.update`` or ``supersede``); by default an old version is returned right
+    below the one that replaced it. Both can be set on the retriever or per call:
+
+    >>> SynapseRetriever(engine=mem, current_only=True).invoke("Where does Sam live?")  # doctest: +SKIP
+    >>> retriever.invoke("Where did Sam live?", as_of="2024-02-15")   # doctest: +SKIP
+
     Args:
         engine: the memory (a ``Synapse``).
         k: how many items to return by default (override per call: ``invoke(q, k=3)``).
@@ -66,6 +116,11 @@ class SynapseRetriever(BaseRetriever):
         include_rejected: return the ranked items even when the gate rejected the query.
         judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any chat
             model) that reviews what the offline gate accepted.
+        as_of: read the memory as it stood at this time (a datetime, epoch seconds or an ISO
+            8601 string such as ``"2024-02-15"``); ``None`` (default): now. Override per
+            call: ``invoke(q, as_of=...)``.
+        current_only: hide versions known to be replaced (override per call:
+            ``invoke(q, current_only=True)``).
 
     After the answer, tell the memory which documents it used (:meth:`feedback`): the
     retrieval model's links between used memories get stronger, the spreading links into
@@ -82,13 +137,25 @@ class SynapseRetriever(BaseRetriever):
     kinds: tuple[str, ...] = ("episode",)
     include_rejected: bool = False
     judge: Any = Field(default=None, description="Optional LLMGateJudge reviewing accepted results.")
+    as_of: When | None = Field(
+        default=None, description="Read the memory as it stood at this time (datetime, epoch "
+                                  "seconds or ISO 8601); None: now.")
+    current_only: bool = Field(default=False,
+                               description="Hide versions known to be replaced by a newer one.")
 
     def _k(self, k: int | None) -> int:
         return self.k if k is None else k
 
+    def _time(self, as_of: When | None, current_only: bool | None) -> dict[str, Any]:
+        """The time keywords of this call: the per-call values over the retriever's."""
+        return time_kwargs(self.as_of if as_of is None else as_of,
+                           self.current_only if current_only is None else current_only)
+
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                k: int | None = None) -> list[Document]:
-        result = self.engine.retrieve(query, k=self._k(k), kinds=self.kinds)
+                                k: int | None = None, as_of: When | None = None,
+                                current_only: bool | None = None) -> list[Document]:
+        result = self.engine.retrieve(query, k=self._k(k), kinds=self.kinds,
+                                      **self._time(as_of, current_only))
         if self.judge is not None:
             result = self.judge.review(result)
         report_gate(run_manager, result)
@@ -96,8 +163,10 @@ class SynapseRetriever(BaseRetriever):
 
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       k: int | None = None) -> list[Document]:
-        result = await self.engine.aretrieve(query, k=self._k(k), kinds=self.kinds)
+                                       k: int | None = None, as_of: When | None = None,
+                                       current_only: bool | None = None) -> list[Document]:
+        result = await self.engine.aretrieve(query, k=self._k(k), kinds=self.kinds,
+                                             **self._time(as_of, current_only))
         if self.judge is not None:
             result = await self.judge.areview(result)
         await areport_gate(run_manager, result)

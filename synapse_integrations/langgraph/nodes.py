@@ -22,6 +22,7 @@ from .._adapter_utils import (
     require,
     resolve_engine,
 )
+from ..errors import InvalidTypeError
 from ..gate_judge import LLMGateJudge
 from ..types import MemoryEngine, RetrievalResult
 
@@ -49,10 +50,27 @@ MEMORY_MESSAGE_ID = "synapse-memories"
 BASE_PROMPT_KEY = "synapse_base_prompt"
 
 
+class _CurrentOnly:
+    """An engine whose ``retrieve``/``aretrieve`` (what the traced recall calls) hide the
+    versions known to be replaced; everything else is the engine's own."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self._engine = engine
+
+    def retrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult:
+        return self._engine.retrieve(query, k, current_only=True, **kwargs)
+
+    async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult:
+        return await self._engine.aretrieve(query, k, current_only=True, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
 class SynapseMemoryState(MessagesState):
     """``MessagesState`` plus the ``memories`` the recall node writes (a list of dicts:
     ``text``, ``id``, ``kind``, ``speaker``, ``timestamp``, ``score``, ``components``,
-    ``path``), plus ``memory_rejected``: True when the gate found nothing relevant, and
+    ``path``, ``supersedes``/``superseded_by`` and ``valid_from``/``valid_until``), plus ``memory_rejected``: True when the gate found nothing relevant, and
     ``memories_used``: the ids of the recalled memories the answer used, when your model
     node says so (for :class:`SynapseMemoryNodes`' ``used_key``)."""
 
@@ -170,6 +188,12 @@ class SynapseMemoryNodes:
             citations or structured output). When set and present, :attr:`record` also
             gives the memory usage feedback for the turn's question: those ids used, the
             other recalled ones (``state[memories_key]``) not (``Synapse.feedback``).
+        current_only: recall only versions that still hold: a memory replaced by a newer
+            version (``Synapse.update``/``supersede``) is left out instead of recalled
+            right below its replacement. Each recalled memory carries ``valid_from`` and
+            ``valid_until`` (ISO 8601; ``valid_until`` None while it holds) either way.
+
+    >>> memory = SynapseMemoryNodes(pool, current_only=True)                 # doctest: +SKIP
     """
 
     def __init__(self, engine: EngineSource, *, k: int = 5, memories_key: str | None = "memories",
@@ -178,10 +202,13 @@ class SynapseMemoryNodes:
                  user_speaker: str = "user", ai_speaker: str = "assistant",
                  roles: Roles = ROLES, used_key: str | None = None,
                  header: str = MEMORY_HEADER, empty_text: str = DEFAULT_EMPTY_TEXT,
-                 judge: LLMGateJudge | None = None) -> None:
+                 judge: LLMGateJudge | None = None, current_only: bool = False) -> None:
         if used_key is not None and not isinstance(used_key, str):
             raise TypeError(f"used_key must be a state key (str) or None, got {used_key!r}")
+        if not isinstance(current_only, bool):
+            raise InvalidTypeError(f"current_only must be a bool, got {type(current_only).__name__}")
         self.engine = engine
+        self.current_only = current_only
         self.judge = judge
         self.used_key = used_key
         self.roles = roles
@@ -201,6 +228,12 @@ class SynapseMemoryNodes:
             (config or {}).get("configurable"), self.namespace_keys))
 
     # recall -------------------------------------------------------------------------------
+    def _reader(self, config: RunnableConfig | None) -> MemoryEngine:
+        """The memory a recall of this run reads (hiding replaced versions with
+        ``current_only``)."""
+        engine = self.engine_for(config)
+        return _CurrentOnly(engine) if self.current_only else engine  # type: ignore[return-value]
+
     def _query(self, state: Any) -> str | None:
         human = next((m for m in reversed(_messages(state, self.messages_key))
                       if isinstance(m, HumanMessage) and _text(m).strip()), None)
@@ -250,13 +283,13 @@ class SynapseMemoryNodes:
 
     def _recall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
-        result = recall(self.engine_for(config), query, k=self.k, config=config,
+        result = recall(self._reader(config), query, k=self.k, config=config,
                         judge=self.judge)[0] if query else None
         return self._update(state, result)
 
     async def _arecall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
-        result = (await arecall(self.engine_for(config), query, k=self.k, config=config,
+        result = (await arecall(self._reader(config), query, k=self.k, config=config,
                                 judge=self.judge))[0] \
             if query else None
         return self._update(state, result)

@@ -8,6 +8,9 @@ indexed (the item's string fields, or the fields named by ``index``), and the it
 So ``search(namespace, query=...)`` runs the full SYNAPSE retrieval (BM25 + dense anchors,
 spreading activation over the episodes and the concepts consolidated from them, hybrid score,
 uncertainty gate) inside each matching namespace, and ``SearchItem.score`` is the hybrid score.
+Two reserved ``filter`` keys read the memory in time: ``"$as_of"`` and ``"$current_only"``
+(:data:`AS_OF`, :data:`CURRENT_ONLY`; also the keywords ``as_of=`` / ``current_only=`` of
+:meth:`SynapseStore.search`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from .._adapter_utils import EnginePool, list_episodes, namespace_key, require
+from ..core.state.validation import to_epoch
+from ..errors import InvalidTypeError
 from ..gate_judge import LLMGateJudge
 from ..namespace_keys import escape_value, parse_namespace_key, unescape_value
 
@@ -44,9 +49,17 @@ from langgraph.store.base import (  # noqa: E402
     tokenize_path,
 )
 
-__all__ = ["SynapseStore"]
+__all__ = ["AS_OF", "CURRENT_ONLY", "SynapseStore"]
 
 _META = "langgraph_store"  # the turn-metadata key holding the item
+
+#: Reserved ``filter`` key of :meth:`SynapseStore.search`: read the store as it stood at
+#: this time (a datetime, epoch seconds or an ISO 8601 string): items written later are
+#: left out. ``$``-prefixed, like LangGraph's operators, so no value field is shadowed.
+AS_OF = "$as_of"
+#: Reserved ``filter`` key of :meth:`SynapseStore.search`: ``True`` leaves out versions
+#: known to be replaced (``Synapse.supersede`` / ``update`` on the namespace's memory).
+CURRENT_ONLY = "$current_only"
 _OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
 
@@ -113,6 +126,45 @@ def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool
     return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
 
 
+def _time_of(filter: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, float | None, bool]:
+    """``filter`` without the reserved time keys, and what they say: ``(value filter,
+    as_of in epoch seconds or None, current_only)``; a bad value raises naming the key."""
+    if not filter or (AS_OF not in filter and CURRENT_ONLY not in filter):
+        return (dict(filter) if filter else None), None, False
+    rest = {k: v for k, v in filter.items() if k not in (AS_OF, CURRENT_ONLY)}
+    current_only = filter.get(CURRENT_ONLY, False)
+    if not isinstance(current_only, bool):
+        raise InvalidTypeError(f"filter[{CURRENT_ONLY!r}] must be a bool, got "
+                               f"{type(current_only).__name__}")
+    as_of = filter.get(AS_OF)
+    try:
+        epoch = None if as_of is None else to_epoch(as_of)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"filter[{AS_OF!r}]: {exc}") from None
+    return rest or None, epoch, current_only
+
+
+def _with_time(filter: dict[str, Any] | None, as_of: Any, current_only: Any
+               ) -> dict[str, Any] | None:
+    """``filter`` with the keywords ``as_of`` / ``current_only`` as its reserved keys."""
+    if as_of is None and current_only is False:
+        return filter
+    return {**(filter or {}), **({AS_OF: as_of} if as_of is not None else {}),
+            **({CURRENT_ONLY: current_only} if current_only is not False else {})}
+
+
+def _held(node: Mapping[str, Any], as_of: float | None, current_only: bool) -> bool:
+    """A stored version is part of a read as of ``as_of`` (it had started) and, with
+    ``current_only``, still held then (not replaced by then)."""
+    ts = node.get("ts")
+    if as_of is not None and isinstance(ts, (int, float)) and ts > as_of:
+        return False
+    if current_only and node.get("superseded_by"):
+        at = node.get("superseded_at")
+        return as_of is not None and isinstance(at, (int, float)) and at > as_of
+    return True
+
+
 def _check_labels(namespace: Sequence[Any]) -> None:
     """LangGraph's label rules (non-empty strings without ``.`` or NUL), also for ops passed
     straight to ``batch``: a ``.`` would break the reversible namespace mapping."""
@@ -168,6 +220,16 @@ class SynapseStore(BaseStore):
       keys are identifiers, kept in the node id as given (escaped), never redacted: do not
       put secrets in keys. Keys are at most 480 characters once escaped.
     - TTLs are not supported (``supports_ttl = False``).
+    - Time: ``filter={"$as_of": "2024-02-15"}`` (or ``search(..., as_of=...)``) reads the
+      store as it stood then: an item counts from when it was put, and items put later are
+      left out, in query searches and listings alike. The store keeps one version per key
+      (a put replaces the value), so an item rewritten after ``as_of`` is left out too: its
+      earlier value is not kept. ``{"$current_only": True}`` leaves out items whose node a
+      newer one replaced on the memory itself (``Synapse.supersede``/``update`` through
+      the pool). The other filter keys still match the value's fields.
+
+    >>> store.search(("memories",), query="Where does Sam live?",
+    ...              filter={"$as_of": "2024-02-15", "city": "Porto"})   # doctest: +SKIP
 
     Args:
         path: a folder (embedded Chroma + snapshots), an existing :class:`EnginePool` to share
@@ -233,13 +295,17 @@ class SynapseStore(BaseStore):
             texts = [t for p in paths for t in get_text_at_path(value, tokenize_path(p)) if t.strip()]
         return "\n".join(texts) if texts else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
-    def _records(self, namespace: tuple[str, ...]) -> list[dict[str, Any]]:
+    def _records(self, namespace: tuple[str, ...], as_of: float | None = None,
+                 current_only: bool = False) -> list[dict[str, Any]]:
         """The stored items of one namespace, one per key (the newest version when an
         update was cut short), in ingestion order: ``_META`` dicts with ``key``, ``id``
-        and ``namespace`` added."""
+        and ``namespace`` added. With ``as_of`` / ``current_only``: those the memory held
+        then (:func:`_held`)."""
         engine = self.pool.get(self._engine_ns(namespace))
         found: dict[str, dict[str, Any]] = {}
         for ep in list_episodes(engine):
+            if not _held(ep, as_of, current_only):
+                continue
             rec = self._record(ep["id"], ep.get("metadata"), namespace)
             if rec is not None and (rec["key"] not in found
                                     or rec["updated_at"] >= found[rec["key"]]["updated_at"]):
@@ -273,6 +339,32 @@ class SynapseStore(BaseStore):
                    created_at=datetime.fromisoformat(rec["created_at"]),
                    updated_at=datetime.fromisoformat(rec["updated_at"]), **extra)
 
+    # -- search with time ------------------------------------------------------------------
+    def search(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+               filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
+               refresh_ttl: bool | None = None, as_of: datetime | float | str | None = None,
+               current_only: bool = False) -> list[SearchItem]:
+        """LangGraph's ``search``, plus ``as_of`` and ``current_only``: the same as the
+        reserved filter keys ``"$as_of"`` / ``"$current_only"`` (which code that only
+        knows ``BaseStore`` passes in ``filter``).
+
+        >>> store.search(("memories", "u42"), query="Where does Sam live?",
+        ...              as_of="2024-02-15")                              # doctest: +SKIP
+        """
+        return super().search(namespace_prefix, query=query, limit=limit, offset=offset,
+                              refresh_ttl=refresh_ttl,
+                              filter=_with_time(filter, as_of, current_only))
+
+    async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
+                      filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
+                      refresh_ttl: bool | None = None,
+                      as_of: datetime | float | str | None = None,
+                      current_only: bool = False) -> list[SearchItem]:
+        """Async twin of :meth:`search`."""
+        return await super().asearch(namespace_prefix, query=query, limit=limit, offset=offset,
+                                     refresh_ttl=refresh_ttl,
+                                     filter=_with_time(filter, as_of, current_only))
+
     # -- operations ------------------------------------------------------------------------
     def _get(self, op: GetOp) -> Item | None:
         if not op.namespace or op.namespace not in self._store_namespaces():
@@ -282,6 +374,9 @@ class SynapseStore(BaseStore):
         return self._item(versions[0]) if versions else None
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
+        flt, as_of, current_only = _time_of(op.filter)
+        time = {**({"as_of": as_of} if as_of is not None else {}),
+                **({"current_only": True} if current_only else {})}
         prefix = tuple(op.namespace_prefix)
         namespaces = [ns for ns in self._store_namespaces() if ns[:len(prefix)] == prefix]
         hits: list[tuple[float | None, dict[str, Any]]] = []
@@ -292,7 +387,7 @@ class SynapseStore(BaseStore):
                 size = stats["episodes"] + stats["concepts"]
                 if size == 0:
                     continue
-                result = engine.retrieve(op.query, k=size)
+                result = engine.retrieve(op.query, k=size, **time)
                 if self.judge is not None and self.gate:
                     result = self.judge.review(result)
                 if result.rejected and self.gate:
@@ -300,13 +395,14 @@ class SynapseStore(BaseStore):
                 best: dict[str, tuple[float, dict[str, Any]]] = {}
                 for it in result.items:
                     rec = self._record(it.id, it.metadata, ns) if it.kind == "episode" else None
-                    if rec is not None and rec.get("indexed", True) and _matches(rec["value"], op.filter):
+                    if rec is not None and rec.get("indexed", True) and _matches(rec["value"], flt):
                         seen = best.get(rec["key"])  # one hit per key: its newest version
                         if seen is None or rec["updated_at"] > seen[1]["updated_at"]:
                             best[rec["key"]] = (it.score, rec)
                 hits += best.values()
             else:
-                hits += [(None, rec) for rec in self._records(ns) if _matches(rec["value"], op.filter)]
+                hits += [(None, rec) for rec in self._records(ns, as_of, current_only)
+                         if _matches(rec["value"], flt)]
         if op.query:
             hits.sort(key=lambda h: -h[0])  # type: ignore[operator]
         else:

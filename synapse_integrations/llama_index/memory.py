@@ -15,7 +15,8 @@ exchange as soon as the reply is put.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, Union
 
 from .._adapter_utils import (
     DEFAULT_EMPTY_TEXT,
@@ -40,7 +41,7 @@ from llama_index.core.memory import BaseMemoryBlock, Memory  # noqa: E402
 from llama_index.core.storage.chat_store.base_db import MessageStatus  # noqa: E402
 from pydantic import Field  # noqa: E402
 
-from .retrievers import dispatcher, gate_event, to_nodes  # noqa: E402
+from .retrievers import dispatcher, gate_event, time_kwargs, to_nodes  # noqa: E402
 
 __all__ = ["SynapseChatMemory", "SynapseMemoryBlock"]
 
@@ -90,6 +91,15 @@ class SynapseMemoryBlock(BaseMemoryBlock[str]):
         record_history: record the messages each read shows (True), or only the flushed ones.
         judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any
             LangChain chat model) that reviews what the offline gate accepted.
+        as_of: read the memory as it stood at this time (a datetime, epoch seconds or an ISO
+            8601 string); ``None`` (default): now.
+        current_only: leave out versions replaced by a newer one (``Synapse.update`` /
+            ``supersede``) instead of showing them below it.
+
+    Both can also be given for one read, as keywords of ``Memory.get``/``aget`` (which
+    hands them to its blocks), over the block's own:
+
+    >>> memory.get(as_of="2024-02-15")                                     # doctest: +SKIP
     """
 
     engine: Any = Field(description="A Synapse, an EnginePool or a callable namespace -> Synapse.")
@@ -102,6 +112,11 @@ class SynapseMemoryBlock(BaseMemoryBlock[str]):
     namespace_keys: tuple[str, ...] = ("user_id", "session_id")
     record_history: bool = True
     judge: Any = Field(default=None, description="Optional LLMGateJudge reviewing accepted results.")
+    as_of: Union[datetime, float, str, None] = Field(
+        default=None, description="Read the memory as it stood at this time (datetime, epoch "
+                                  "seconds or ISO 8601); None: now.")
+    current_only: bool = Field(default=False,
+                               description="Leave out versions known to be replaced.")
 
     def engine_for(self, session_id: str | None = None, user_id: str | None = None) -> MemoryEngine:
         """The memory used for this session / user."""
@@ -115,10 +130,14 @@ class SynapseMemoryBlock(BaseMemoryBlock[str]):
         return _text(pick) if pick else None
 
     @dispatcher.span
-    async def arecall(self, query: str, engine: MemoryEngine) -> RetrievalResult:
-        """Retrieve ``query`` as a LlamaIndex retrieval span (start, gate, end events)."""
+    async def arecall(self, query: str, engine: MemoryEngine, *, as_of: Any = None,
+                      current_only: bool | None = None) -> RetrievalResult:
+        """Retrieve ``query`` as a LlamaIndex retrieval span (start, gate, end events);
+        ``as_of`` / ``current_only`` (None: the block's) read it in time."""
+        time = time_kwargs(self.as_of if as_of is None else as_of,
+                           self.current_only if current_only is None else current_only)
         dispatcher.event(RetrievalStartEvent(str_or_query_bundle=query))
-        result = await engine.aretrieve(query, k=self.k)
+        result = await engine.aretrieve(query, k=self.k, **time)
         if self.judge is not None:
             result = await self.judge.areview(result)
         dispatcher.event(gate_event(result))
@@ -148,7 +167,9 @@ class SynapseMemoryBlock(BaseMemoryBlock[str]):
         query = self._query(messages)
         text = self.empty_text
         if query is not None:
-            text = format_memories(await self.arecall(query, engine), empty=self.empty_text)
+            result = await self.arecall(query, engine, as_of=block_kwargs.get("as_of"),
+                                        current_only=block_kwargs.get("current_only"))
+            text = format_memories(result, empty=self.empty_text)
         if self.record_history and messages:  # after retrieving: a question is not its own memory
             await self.arecord(messages, session_id=session_id, user_id=user_id)
         return text

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from datetime import datetime
+from typing import Any, Optional, Union
 
 from .._adapter_utils import feedback_engine, item_metadata, memory_ids, require
+from ..errors import InvalidTypeError
 from ..gate_judge import LLMGateJudge
 from ..types import FeedbackReport, MemoryEngine, RetrievalResult
 
@@ -17,7 +19,23 @@ from llama_index.core.instrumentation.events import BaseEvent  # noqa: E402
 from llama_index.core.retrievers import BaseRetriever  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
-__all__ = ["SynapseGateEvent", "SynapseRetriever", "gate_event", "to_nodes"]
+__all__ = ["SynapseGateEvent", "SynapseRetriever", "gate_event", "time_kwargs", "to_nodes"]
+
+#: A point in time as the engine takes it: a datetime, epoch seconds or an ISO 8601 string.
+When = Union[datetime, float, str]
+
+
+def time_kwargs(as_of: When | None = None, current_only: bool = False) -> dict[str, Any]:
+    """The time keywords of a read, only those that are set (so an engine that does not
+    know them still answers the default read).
+
+    >>> time_kwargs(), time_kwargs("2024-02-15", True)
+    ({}, {'as_of': '2024-02-15', 'current_only': True})
+    """
+    if not isinstance(current_only, bool):
+        raise InvalidTypeError(f"current_only must be a bool, got {type(current_only).__name__}")
+    return {**({"as_of": as_of} if as_of is not None else {}),
+            **({"current_only": True} if current_only else {})}
 
 dispatcher = get_dispatcher(__name__)
 
@@ -49,7 +67,8 @@ def gate_event(result: RetrievalResult) -> SynapseGateEvent:
                             check=result.verdict.check if result.verdict is not None else None,
                             reason=result.reason)
 
-# what the LLM sees next to a memory's text; the rest of the metadata is for inspection
+# what the LLM sees next to a memory's text (and ``valid_until`` once a newer version
+# replaced it); the rest of the metadata is for inspection
 _LLM_KEYS = ("speaker", "timestamp")
 
 
@@ -61,7 +80,8 @@ def to_nodes(result: RetrievalResult, *, kinds: tuple[str, ...] = ("episode",),
         if it.kind not in kinds:
             continue
         meta = item_metadata(it)
-        hidden = [key for key in meta if key not in _LLM_KEYS]
+        shown = (*_LLM_KEYS, "valid_until") if meta.get("valid_until") else _LLM_KEYS
+        hidden = [key for key in meta if key not in shown]
         node = TextNode(id_=it.id, text=it.text, metadata=meta,
                         excluded_llm_metadata_keys=hidden, excluded_embed_metadata_keys=list(meta))
         out.append(NodeWithScore(node=node, score=it.score))
@@ -72,8 +92,9 @@ class SynapseRetriever(BaseRetriever):
     """Retrieve memories from a :class:`~synapse_integrations.Synapse` engine as nodes.
 
     Each ``TextNode`` carries the same metadata as the LangChain documents (``id``, ``kind``,
-    ``speaker``, ``timestamp``, ``score``, ``components``, ``path``, ``metadata``); only the
-    speaker and the time are shown to the LLM. When the uncertainty gate rejects the query the
+    ``speaker``, ``timestamp``, ``score``, ``components``, ``path``, ``supersedes`` /
+    ``superseded_by``, ``valid_from`` / ``valid_until``, ``metadata``); the LLM is shown
+    the speaker and the time, and ``valid_until`` for a version a newer one replaced. When the uncertainty gate rejects the query the
     retriever returns no nodes, so a query engine answers from an empty context. Every call is
     a retrieval span in LlamaIndex instrumentation (``RetrievalStartEvent``,
     ``RetrievalEndEvent`` with the nodes) with the gate's decision as a
@@ -84,6 +105,14 @@ class SynapseRetriever(BaseRetriever):
     >>> engine = RetrieverQueryEngine.from_args(retriever, llm=llm)        # doctest: +SKIP
     >>> engine.query("Where did Sam go skiing?")                          # doctest: +SKIP
 
+    Time: ``as_of`` reads the memory as it stood then (nothing said later, replacements made
+    later undone), ``current_only=True`` hides versions replaced by a newer one (by
+    ``Synapse.update`` or ``supersede``); by default an old version comes right below its
+    replacement. Both are attributes, so one retriever can be moved in time:
+
+    >>> SynapseRetriever(mem, as_of="2024-02-15").retrieve("Where does Sam live?")  # doctest: +SKIP
+    >>> retriever.current_only = True                                      # doctest: +SKIP
+
     Args:
         engine: the memory (a ``Synapse``).
         k: how many items to return.
@@ -92,6 +121,9 @@ class SynapseRetriever(BaseRetriever):
         include_rejected: return the ranked items even when the gate rejected the query.
         judge: an optional :class:`~synapse_integrations.gate_judge.LLMGateJudge` (any
             LangChain chat model) that reviews what the offline gate accepted (sync and async).
+        as_of: read the memory as it stood at this time (a datetime, epoch seconds or an ISO
+            8601 string such as ``"2024-02-15"``); ``None`` (default): now.
+        current_only: hide versions known to be replaced.
 
     After an answer, :meth:`feedback` tells the memory which nodes it used (a query
     engine's ``response.source_nodes``, say) and which it did not (``Synapse.feedback``).
@@ -99,23 +131,29 @@ class SynapseRetriever(BaseRetriever):
 
     def __init__(self, engine: MemoryEngine, k: int = 10, *, kinds: tuple[str, ...] = ("episode",),
                  include_rejected: bool = False, callback_manager: CallbackManager | None = None,
-                 verbose: bool = False, judge: LLMGateJudge | None = None) -> None:
+                 verbose: bool = False, judge: LLMGateJudge | None = None,
+                 as_of: When | None = None, current_only: bool = False) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+        time_kwargs(as_of, current_only)  # a bad current_only fails here, not at the first query
         self.engine = engine
         self.judge = judge
         self.k = k
         self.kinds = tuple(kinds)
         self.include_rejected = include_rejected
+        self.as_of = as_of
+        self.current_only = current_only
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = self.engine.retrieve(query_bundle.query_str, k=self.k, kinds=self.kinds)
+        result = self.engine.retrieve(query_bundle.query_str, k=self.k, kinds=self.kinds,
+                                      **time_kwargs(self.as_of, self.current_only))
         if self.judge is not None:
             result = self.judge.review(result)
         dispatcher.event(gate_event(result))
         return to_nodes(result, kinds=self.kinds, include_rejected=self.include_rejected)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self.engine.aretrieve(query_bundle.query_str, k=self.k, kinds=self.kinds)
+        result = await self.engine.aretrieve(query_bundle.query_str, k=self.k, kinds=self.kinds,
+                                             **time_kwargs(self.as_of, self.current_only))
         if self.judge is not None:
             result = await self.judge.areview(result)
         dispatcher.event(gate_event(result))
