@@ -332,6 +332,10 @@ def cmd_bench_probes(args: argparse.Namespace) -> int:
     _write_json(args.out, results)
     if args.locomo:
         print(format_probes_table(results))
+        if "as_of" in results:
+            from .as_of import format_as_of
+
+            print(format_as_of(results["as_of"]))
     if args.longmemeval:
         print(format_haystack_table(results["haystack_never_said"]))
     print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")

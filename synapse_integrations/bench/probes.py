@@ -25,6 +25,9 @@ Metrics per method (on the ranking of episodes, first 30 considered):
   turn counts as below every ranked one) and ``newer_top5``;
 * ``never_said``: ``rejected`` (engine methods: the gate refused), with ``false_refusal``,
   the share of the other probes the same gate refused.
+
+With the ``synapse`` method and update groups, the update questions are also asked before
+and after their change (``as_of``, ``current_only``): :mod:`.as_of`.
 """
 
 from __future__ import annotations
@@ -363,7 +366,8 @@ def run_probes(
     wanted = sorted({g["conversation"] for g in data["groups"]})
     ds = load_locomo(locomo, conversations=wanted)
     validate_probes(data, ds)
-    state, scored = run_scored(build_memories(data, ds), methods, _DEPTH, embedder, progress,
+    memories = build_memories(data, ds)
+    state, scored = run_scored(memories, methods, _DEPTH, embedder, progress,
                                "probe memories", score_records)
     out: dict[str, Any] = {
         "probes": str(probes) if probes else f"package data {PROBE_FILE}",
@@ -373,6 +377,11 @@ def run_probes(
                    for k in KINDS},
         "methods": scored,
     }
+    updates = [m for m, g in zip(memories, data["groups"]) if g["kind"] == "update"]
+    if updates and "synapse" in methods:  # the same questions asked before and after (as_of)
+        from .as_of import run_as_of
+
+        out["as_of"] = run_as_of(updates, embedder, progress=progress)
     out["timing_s"] = {"total": time.perf_counter() - t0, **state.seconds}
     if keep_records:
         out["records"] = state.records

@@ -46,6 +46,8 @@ class RetrieveIn(_In):
     until: Time = Field(None, description="event time < until")
     where: Optional[dict[str, Any]] = Field(None, description="Chroma-style filter on turn metadata")
     config: Optional[dict[str, Any]] = Field(None, description="retrieval settings for this call")
+    as_of: Time = Field(None, description="read the memory as it stood then (event time)")
+    current_only: bool = Field(False, description="hide versions replaced by then")
 
 
 class ForgetIn(_In):
@@ -71,6 +73,11 @@ class UpdateIn(_In):
     speaker: Optional[str] = None
     timestamp: Time = None
     keep_history: bool = True
+
+
+class SupersedeIn(_In):
+    old_id: str = Field(description="the stored turn that no longer holds")
+    new_id: str = Field(description="the stored turn that replaces it")
 
 
 class IdsIn(_In):

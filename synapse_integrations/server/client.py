@@ -132,14 +132,16 @@ class RemoteMemory(ServerConnection):
         return {"turns": [_turn(t) for t in turns]}
 
     def _retrieve_body(self, query: Any, k: Any, config: Any, kinds: Any, speakers: Any,
-                       since: Any, until: Any, where: Any) -> dict[str, Any]:
+                       since: Any, until: Any, where: Any, as_of: Any = None,
+                       current_only: Any = False) -> dict[str, Any]:
         if not isinstance(query, str):
             raise InvalidTypeError(f"query must be a str, got {type(query).__name__}")
         if isinstance(kinds, str):
             raise InvalidTypeError(f"kinds must be a list of node kinds, got {kinds!r}")
         body: dict[str, Any] = {"query": query, "k": k, "kinds": list(kinds),
                                 "speakers": list(speakers) if isinstance(speakers, (list, tuple)) else speakers,
-                                "since": _time(since), "until": _time(until), "where": where}
+                                "since": _time(since), "until": _time(until), "where": where,
+                                "as_of": _time(as_of), "current_only": current_only}
         if config is not None:
             if not isinstance(config, SynapseConfig):
                 raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
@@ -198,15 +200,19 @@ class RemoteMemory(ServerConnection):
 
     def retrieve(self, query: str, k: int | None = None, *, config: SynapseConfig | None = None,
                  kinds: Sequence[str] = _DEFAULT_KINDS, speakers: Any = None, since: Any = None,
-                 until: Any = None, where: Mapping[str, Any] | None = None) -> RetrievalResult:
+                 until: Any = None, where: Mapping[str, Any] | None = None, as_of: Any = None,
+                 current_only: bool = False) -> RetrievalResult:
         """Rank memories for ``query`` (same arguments and result as ``Synapse.retrieve``)."""
-        body = self._retrieve_body(query, k, config, kinds, speakers, since, until, where)
+        body = self._retrieve_body(query, k, config, kinds, speakers, since, until, where,
+                                   as_of, current_only)
         return wire.result_from_wire(self._call("POST", "retrieve", json=body))
 
     async def aretrieve(self, query: str, k: int | None = None, *, config: SynapseConfig | None = None,
                         kinds: Sequence[str] = _DEFAULT_KINDS, speakers: Any = None, since: Any = None,
-                        until: Any = None, where: Mapping[str, Any] | None = None) -> RetrievalResult:
-        body = self._retrieve_body(query, k, config, kinds, speakers, since, until, where)
+                        until: Any = None, where: Mapping[str, Any] | None = None, as_of: Any = None,
+                        current_only: bool = False) -> RetrievalResult:
+        body = self._retrieve_body(query, k, config, kinds, speakers, since, until, where,
+                                   as_of, current_only)
         return wire.result_from_wire(await self._acall("POST", "retrieve", json=body))
 
     def retrieve_explained(self, query: str, k: int | None = None, **kwargs: Any) -> dict[str, Any]:
@@ -283,6 +289,21 @@ class RemoteMemory(ServerConnection):
     async def aget(self, node_id: str, *, include_archived: bool = False) -> dict[str, Any]:
         return await self._acall("GET", f"memories/{self._id(node_id)}",
                                  params={"include_archived": include_archived})
+
+    def history(self, node_id: str) -> list[dict[str, Any]]:
+        """A memory's versions, oldest first, with ``valid_from`` / ``valid_until`` (as
+        ``Synapse.history``)."""
+        return self._call("GET", f"memories/{self._id(node_id)}/history")["versions"]
+
+    async def ahistory(self, node_id: str) -> list[dict[str, Any]]:
+        return (await self._acall("GET", f"memories/{self._id(node_id)}/history"))["versions"]
+
+    def supersede(self, old_id: str, new_id: str) -> None:
+        """Link two stored turns as versions (as ``Synapse.supersede``)."""
+        self._call("POST", "supersede", json={"old_id": old_id, "new_id": new_id})
+
+    async def asupersede(self, old_id: str, new_id: str) -> None:
+        await self._acall("POST", "supersede", json={"old_id": old_id, "new_id": new_id})
 
     def stats(self) -> dict[str, int]:
         """Counts of nodes and edges by kind, archived nodes, pending turns, windows."""

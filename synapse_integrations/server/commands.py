@@ -16,7 +16,8 @@ server may hold it) or on a server (``--url URL [--api-key KEY]``; the two targe
 
     synapse add "Dana moved to Lisbon." --speaker Sam --path ./memory
     synapse query "Where does Dana live?" --url http://127.0.0.1:8765 --namespace user_id=42
-    synapse inspect [ID] [--query Q]      synapse verify      synapse repair
+    synapse query "Where does Dana live?" --as-of 2024-03-01 [--current-only]
+    synapse inspect [ID] [--query Q]      synapse history ID      synapse verify      synapse repair
     synapse forget [IDS...] [--speaker S] [--since T] [--until T] [--where JSON] [--everything]
     synapse export --out backup.jsonl [--with-vectors]
     synapse import backup.jsonl
@@ -94,7 +95,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     with open_target(args) as target:
         out = target.retrieve(args.query, args.k, speakers=args.speaker or None, since=args.since,
                               until=args.until, where=_json_arg(args.where, "--where"),
-                              kinds=("episode", "concept") if args.concepts else ("episode",))
+                              kinds=("episode", "concept") if args.concepts else ("episode",),
+                              as_of=args.as_of, current_only=args.current_only)
     if args.json:
         _print_json(out)
         return 0
@@ -134,6 +136,22 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print(f"  query {q['query']!r}: rank {q['rank']}, score {it['score']:.3f}, "
                   f"components {it['components']}, path {it['path']}")
     return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    with open_target(args) as target:
+        versions = target.history(args.id)
+    if args.json:
+        _print_json(versions)
+        return 0
+    for v in versions:
+        held = f"{_iso(v['valid_from'])} .. {_iso(v['valid_until']) if v['valid_until'] is not None else 'now'}"
+        print(f"[{held}] {str(v.get('text'))[:100]}  [{v['id']}]")
+    return 0
+
+
+def _iso(ts: float | None) -> str:
+    return "?" if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
 
 
 def _report(report: dict[str, Any], as_json: bool) -> int:
@@ -193,7 +211,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .transfer import read_lines
+    from .transfer import link_versions, read_lines
 
     if args.file == "-":
         stream, total = sys.stdin, None
@@ -208,6 +226,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             batch: list[dict[str, Any]] = []
             archived: list[int] = []  # positions in the batch
             to_archive: list[str] = []
+            versions: list[dict[str, Any]] = []  # stored lines that replaced an older turn
 
             def flush() -> None:
                 nonlocal stored
@@ -228,10 +247,13 @@ def cmd_import(args: argparse.Namespace) -> int:
                     turn["vector"] = line["vector"]
                 if line["archived"]:
                     archived.append(len(batch))
+                if line["supersedes"]:
+                    versions.append(line)
                 batch.append(turn)
                 if len(batch) >= args.batch:
                     flush()
             flush()
+            link_versions(target, versions)
             if to_archive:
                 target.archive(to_archive)
     finally:
@@ -410,7 +432,14 @@ def add_commands(sub: Any) -> None:
     query.add_argument("--until", help="event time < until")
     query.add_argument("--where", help='JSON filter on metadata, e.g. \'{"topic": "ski"}\'')
     query.add_argument("--concepts", action="store_true", help="return concept nodes too")
+    query.add_argument("--as-of", help="read the memory as it stood then (ISO 8601 or epoch seconds)")
+    query.add_argument("--current-only", action="store_true", help="leave out replaced versions")
     query.set_defaults(func=_wrap(cmd_query))
+
+    history = sub.add_parser("history", parents=[where, as_json],
+                             help="a memory's versions, oldest first, with when each held")
+    history.add_argument("id")
+    history.set_defaults(func=_wrap(cmd_history))
 
     inspect = sub.add_parser("inspect", parents=[where, as_json],
                              help="a namespace (folder, stats, config) or one memory")

@@ -9,11 +9,12 @@ its own, and a ``namespace`` outside a key's patterns is refused, see :mod:`.acc
 =================  ==================================================================
 ``store_turns``    store turns (text, speaker, timestamp, metadata, id); returns ids
 ``retrieve``       rank memories; filters ``speakers``, ``since``, ``until``, ``where``;
-                   the gate's ``decision`` and ``reason`` (no items when it rejects,
-                   unless ``include_rejected``)
+                   the moment ``as_of`` and ``current_only``; the gate's ``decision``
+                   and ``reason`` (no items when it rejects, unless ``include_rejected``)
 ``consolidate``    consolidate pending turns now
 ``forget``         remove for good: ids, speaker, time range, metadata, or everything
 ``update``         change a stored turn (text, metadata, speaker, time); returns its new id
+``history``        a memory's versions, oldest first, with when each held
 ``feedback``       which memories an answer to a query used and which it did not: learned
                    edge weights (``Synapse.feedback``); returns what was learned
 ``list_episodes``  the episodes in order, one page at a time
@@ -177,16 +178,20 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
     def retrieve(namespace: str, query: str, k: int = 10, speakers: Optional[list[str]] = None,
                  since: Union[str, float, None] = None, until: Union[str, float, None] = None,
                  where: Optional[dict[str, Any]] = None, include_concepts: bool = False,
-                 include_rejected: bool = False) -> dict[str, Any]:
+                 include_rejected: bool = False, as_of: Union[str, float, None] = None,
+                 current_only: bool = False) -> dict[str, Any]:
         """Recall memories relevant to `query`, best first, each with its score components,
         activation path and the concepts that led to it. Filters: `speakers`, event time
         in [since, until), `where` on metadata (Chroma style: {"topic": "ski"},
-        {"n": {"$gte": 3}}). `gate.decision` is 'rejected' when memory holds nothing
+        {"n": {"$gte": 3}}). `as_of` (ISO date or epoch seconds) reads the memory as it
+        stood then; `current_only=true` leaves out versions replaced by a later one (by
+        default they come right below what replaced them, with `superseded_by`, `valid_from`
+        and `valid_until`). `gate.decision` is 'rejected' when memory holds nothing
         relevant; `gate.reason` says why, and `items` is then empty (`withheld` counts the
         memories ranked anyway; include_rejected=true lists them, for inspection only)."""
         return svc.retrieve(namespace, query, k, speakers=speakers, since=since, until=until,
                             where=where, kinds=("episode", "concept") if include_concepts else ("episode",),
-                            for_model=not include_rejected)
+                            for_model=not include_rejected, as_of=as_of, current_only=current_only)
 
     @server.tool()
     @_tool
@@ -229,6 +234,14 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
             return svc.holding(namespace, about)
         return {"id": svc.update(namespace, id, text, metadata=metadata, speaker=speaker,
                                  timestamp=timestamp, keep_history=keep_history)}
+
+    @server.tool()
+    @_tool
+    def history(namespace: str, id: str) -> dict[str, Any]:
+        """The versions of a memory, oldest first (what it said before each update), each
+        with `valid_from` and `valid_until` (epoch seconds of event time; `valid_until` is
+        null for the version that holds now)."""
+        return {"versions": svc.history(namespace, id)}
 
     @server.tool()
     @_tool

@@ -12,10 +12,12 @@ namespace or id the engine accepts can be named, ``/`` included)::
     POST /v1/namespaces/{namespace}/retrieve           rank memories, filters, the gate's decision
     POST /v1/namespaces/{namespace}/forget             remove for good (ids, speaker, time, where, everything)
     POST /v1/namespaces/{namespace}/update             change a turn (new id; history kept)
+    POST /v1/namespaces/{namespace}/supersede          link two stored turns as versions
     POST /v1/namespaces/{namespace}/feedback           which memories an answer used (learned weights)
     GET  /v1/namespaces/{namespace}/episodes           episodes in order, paged
     GET  /v1/namespaces/{namespace}/memories/{id}      one memory's attributes
     GET  /v1/namespaces/{namespace}/memories/{id}/exists
+    GET  /v1/namespaces/{namespace}/memories/{id}/history   its versions, when each held
     GET  /v1/namespaces/{namespace}/memories/{id}/inspect   links, and how a query ranks it
     GET  /v1/namespaces/{namespace}/stats
     POST /v1/namespaces/{namespace}/consolidate | verify | repair | save | archive | restore
@@ -91,6 +93,7 @@ from .bodies import (  # noqa: E402
     RemovedOut,
     RetrieveIn,
     RetrieveOut,
+    SupersedeIn,
     TurnsIn,
     UpdateIn,
 )
@@ -319,7 +322,8 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
         and reason (``rejected``: memory holds nothing relevant)."""
         return svc.retrieve(_ns(namespace), body.query, body.k, kinds=tuple(body.kinds),
                             speakers=body.speakers, since=body.since, until=body.until,
-                            where=body.where, config=body.config)
+                            where=body.where, config=body.config, as_of=body.as_of,
+                            current_only=body.current_only)
 
     @r.post("/namespaces/{namespace}/forget", response_model=RemovedOut, tags=tag)
     def forget(namespace: str, body: ForgetIn) -> dict[str, Any]:
@@ -342,6 +346,12 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
                                  speaker=body.speaker, timestamp=body.timestamp,
                                  keep_history=body.keep_history)}
 
+    @r.post("/namespaces/{namespace}/supersede", tags=tag)
+    def supersede(namespace: str, body: SupersedeIn) -> dict[str, Any]:
+        """Link two stored turns as versions (``new_id`` replaces ``old_id``); returns
+        the history they now share."""
+        return {"versions": svc.supersede(_ns(namespace), body.old_id, body.new_id)}
+
     @r.get("/namespaces/{namespace}/episodes", response_model=EpisodesOut, tags=tag)
     def episodes(namespace: str, offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=MAX_PAGE),
                  include_archived: bool = True) -> dict[str, Any]:
@@ -357,6 +367,12 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
     def exists(namespace: str, id: str) -> dict[str, bool]:
         """Whether the memory holds this id (active or archived)."""
         return {"exists": svc.contains(_ns(namespace), _id(id))}
+
+    @r.get("/namespaces/{namespace}/memories/{id}/history", tags=tag)
+    def history(namespace: str, id: str) -> dict[str, Any]:
+        """The memory's versions, oldest first, each with ``valid_from`` and
+        ``valid_until`` (epoch seconds; null while it holds)."""
+        return {"versions": svc.history(_ns(namespace), _id(id))}
 
     @r.get("/namespaces/{namespace}/memories/{id}/inspect", tags=tag)
     def inspect_memory(namespace: str, id: str, query: Optional[str] = None) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -57,50 +56,12 @@ from ..storage.lock import DirectoryLock
 from ..types import RetrievalResult
 from . import wire
 from .embedders import VectorHints, make_embedder, model_of
+from .overrides import retrieval_config
 
 __all__ = ["MAX_PAGE", "MemoryService", "VectorHints", "make_embedder", "retrieval_config"]
 
 #: The most episodes one page of :meth:`MemoryService.episodes` returns.
 MAX_PAGE = 1000
-
-#: Retrieval settings a single call may override (the graph-building fields may not).
-_RETRIEVAL_FIELDS = {f.name: f for f in dataclasses.fields(SynapseConfig)
-                     if f.name not in SynapseConfig.GRAPH_FIELDS and f.name != "extra"}
-
-
-def retrieval_config(base: SynapseConfig, overrides: Any) -> SynapseConfig:
-    """``base`` with per-call retrieval overrides (``{"entity_feedback": 1}``), each checked
-    by name and type; graph-building fields cannot be overridden per call."""
-    if overrides is None:
-        return base
-    if not isinstance(overrides, Mapping):
-        raise InvalidTypeError(f"config must be an object of retrieval settings, got {type(overrides).__name__}")
-    changes: dict[str, Any] = {}
-    for key, value in overrides.items():
-        f = _RETRIEVAL_FIELDS.get(key)
-        if f is None:
-            why = (f"is set when the memory is opened (section {SynapseConfig.section_of(key)!r} "
-                   f"is graph-time)" if key in SynapseConfig.GRAPH_FIELDS else
-                   "is not a retrieval setting that a call may override")
-            raise InvalidInputError(
-                f"config: {key!r} {why} (allowed: {', '.join(sorted(_RETRIEVAL_FIELDS))})")
-        default = getattr(base, key)
-        ok = (isinstance(value, bool) if isinstance(default, bool) else
-              isinstance(value, int) and not isinstance(value, bool) if isinstance(default, int) else
-              isinstance(value, (int, float)) and not isinstance(value, bool)
-              and math.isfinite(value) if isinstance(default, float) else
-              isinstance(value, Mapping) if isinstance(default, dict) else
-              isinstance(value, str))
-        if not ok:
-            raise InvalidTypeError(f"config: {key} must be a {type(default).__name__}, got {value!r}")
-        changes[key] = dict(value) if isinstance(value, Mapping) else value
-    try:
-        return base.replace(**changes)
-    except (TypeError, ValueError) as exc:  # ConfigError is a ValueError and keeps its class
-        if isinstance(exc, SynapseError):
-            raise
-        raise InvalidInputError(f"config: {exc}") from None
-
 
 def _operation(name: str, *, writes: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A service method that is one memory operation: timed and traced as ``name`` (see
@@ -390,20 +351,23 @@ class MemoryService:
     @_operation("retrieve")
     def retrieve_result(self, namespace: Any, query: Any, k: Any = None, *, kinds: Any = None,
                         speakers: Any = None, since: Any = None, until: Any = None,
-                        where: Any = None, config: Any = None) -> tuple[RetrievalResult, SynapseConfig]:
+                        where: Any = None, config: Any = None, as_of: Any = None,
+                        current_only: Any = False) -> tuple[RetrievalResult, SynapseConfig]:
         """The engine's :class:`RetrievalResult` and the config it ran with."""
         with self.lease(namespace) as engine:
             cfg = retrieval_config(engine.config, config)
             result = engine.retrieve(query, k, config=cfg if config is not None else None,
                                      kinds=("episode",) if kinds is None else kinds,
-                                     speakers=speakers, since=since, until=until, where=where)
+                                     speakers=speakers, since=since, until=until, where=where,
+                                     as_of=as_of, current_only=current_only)
         return result, cfg
 
     def retrieve(self, namespace: Any, query: Any, k: Any = None, *, for_model: bool = False,
                  **kwargs: Any) -> dict[str, Any]:
         """Rank memories for ``query`` with the filters (``speakers``, ``since``, ``until``,
-        ``where``) and the gate's decision and reason (see :func:`.wire.result_to_wire`;
-        ``for_model``: no items when the gate rejects)."""
+        ``where``), the moment (``as_of``, ``current_only``) and the gate's decision and
+        reason (see :func:`.wire.result_to_wire`; ``for_model``: no items when the gate
+        rejects)."""
         result, cfg = self.retrieve_result(namespace, query, k, **kwargs)
         return wire.result_to_wire(result, signal=cfg.gate_signal, gate_enabled=cfg.use_gate,
                                    for_model=for_model)
@@ -433,6 +397,25 @@ class MemoryService:
         if not isinstance(include_archived, bool):
             raise InvalidTypeError("include_archived must be a bool")
         return self.engine(namespace).get(node_id, include_archived=include_archived)
+
+    @_operation("history")
+    def history(self, namespace: Any, node_id: Any) -> list[dict[str, Any]]:
+        """A memory's versions, oldest first: each one's record (as :meth:`get`) with
+        ``valid_from`` / ``valid_until`` (event times, epoch seconds like ``ts``;
+        ``valid_until`` null for the one that holds now)."""
+        if not isinstance(node_id, str):
+            raise InvalidTypeError(f"id must be a str, got {type(node_id).__name__}")
+        return self.engine(namespace).history(node_id)
+
+    @_operation("supersede", writes=True)
+    def supersede(self, namespace: Any, old_id: Any, new_id: Any) -> list[dict[str, Any]]:
+        """Link two stored turns as versions (``new_id`` replaces ``old_id``); returns the
+        history they now share."""
+        for name, value in (("old_id", old_id), ("new_id", new_id)):
+            if not isinstance(value, str):
+                raise InvalidTypeError(f"{name} must be a str, got {type(value).__name__}")
+        self.engine(namespace).supersede(old_id, new_id)
+        return self.history(namespace, new_id)
 
     @_operation("contains")
     def contains(self, namespace: Any, node_id: Any) -> bool:

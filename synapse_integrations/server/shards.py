@@ -212,18 +212,23 @@ def moves(held: Mapping[str, Sequence[str]], new_shards: Sequence[str]) -> dict[
 
 def copy_namespace(source: Any, target: Any, *, batch: int = 256) -> int:
     """Copy the episodes of ``source`` (a :class:`~.client.RemoteMemory`) that ``target``
-    lacks, with their ids, times, speakers, metadata and stored vectors (archived ones
-    archived again); returns how many. Run again, it copies only what is new."""
+    lacks, with their ids, times, speakers, metadata, stored vectors and version links
+    (archived ones archived again); returns how many. Run again, it copies only what is
+    new."""
+    from .transfer import link_versions
+
     have = {e["id"] for e in target.episodes()}
     todo = [line for line in source.export(with_vectors=True) if line["id"] not in have]
+    archived: list[str] = []
     for k in range(0, len(todo), batch):
         chunk = todo[k:k + batch]
         turns = [{key: line[key] for key in ("id", "text", "speaker", "timestamp", "metadata", "vector")
                   if line.get(key) is not None} for line in chunk]
         ids = target.add_turns(turns)
-        archived = [i for i, line in zip(ids, chunk) if line.get("archived")]
-        if archived:
-            target.archive(archived)
+        archived += [i for i, line in zip(ids, chunk) if line.get("archived")]
+    link_versions(target, todo)
+    if archived:
+        target.archive(archived)
     return len(todo)
 
 

@@ -1,7 +1,7 @@
 """Where an operator command works: a memory folder or a memory server.
 
 :func:`open_target` opens one of two targets with the same methods (add, retrieve, inspect,
-verify, repair, forget, export, existing ids, archive): a folder through the service, which
+history, supersede, verify, repair, forget, export, existing ids, archive): a folder through the service, which
 takes its lock (``--path DIR``), or a server through :class:`~.client.RemoteMemory`
 (``--url URL``, with the API key of :func:`api_key`). The commands of :mod:`.commands` call
 only those methods, so each works the same on both.
@@ -35,6 +35,12 @@ class _Local:
 
     def inspect(self, node_id: str | None, query: str | None) -> dict[str, Any]:
         return self.svc.inspect(self.ns, node_id, query=query)
+
+    def history(self, node_id: str) -> list[dict[str, Any]]:
+        return self.svc.history(self.ns, node_id)
+
+    def supersede(self, old_id: str, new_id: str) -> None:
+        self.svc.supersede(self.ns, old_id, new_id)
 
     def verify(self) -> dict[str, Any]:
         return self.svc.verify(self.ns)
@@ -75,6 +81,12 @@ class _Remote:
 
     def inspect(self, node_id: str | None, query: str | None) -> dict[str, Any]:
         return self.mem.inspect(node_id, query=query)
+
+    def history(self, node_id: str) -> list[dict[str, Any]]:
+        return self.mem.history(node_id)
+
+    def supersede(self, old_id: str, new_id: str) -> None:
+        self.mem.supersede(old_id, new_id)
 
     def verify(self) -> dict[str, Any]:
         from .wire import report_to_wire

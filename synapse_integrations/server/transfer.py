@@ -1,7 +1,9 @@
 """Export and import of a memory as JSONL: one turn per line.
 
 A line is ``{"id", "text", "speaker", "timestamp", "metadata"}``, plus ``"archived": true``
-for an episode that was archived and, with ``--with-vectors``, ``"vector"`` (its stored
+for an episode that was archived, ``"supersedes"``: the id of the older version it
+replaced (``Synapse.update``; an import links them again, :func:`link_versions`) and,
+with ``--with-vectors``, ``"vector"`` (its stored
 embedding, so that an import does not embed the text again and retrieves exactly as the
 original did). ``timestamp`` is the event time in Unix epoch seconds (UTC), written exactly;
 an import also accepts an ISO 8601 string. Lines are in ingestion order; importing them in
@@ -10,8 +12,8 @@ with vectors, the same retrieval. Concepts are not exported: they are derived, a
 import extracts them again in the same order.
 
 >>> line = turn_from_line('{"id": "a", "text": "hi", "timestamp": 1.5, "vector": [1, 0]}')
->>> line["turn"], line["archived"], line["vector"]
-({'id': 'a', 'text': 'hi', 'timestamp': 1.5}, False, [1, 0])
+>>> line["turn"], line["archived"], line["vector"], line["supersedes"]
+({'id': 'a', 'text': 'hi', 'timestamp': 1.5}, False, [1, 0], None)
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from typing import IO, Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["LINE_FIELDS", "export_lines", "read_lines", "turn_from_line"]
+__all__ = ["LINE_FIELDS", "export_lines", "link_versions", "read_lines", "turn_from_line"]
 
 #: The fields of an export line (the first five are the turn itself).
-LINE_FIELDS = ("id", "text", "speaker", "timestamp", "metadata", "archived", "vector")
+LINE_FIELDS = ("id", "text", "speaker", "timestamp", "metadata", "archived", "supersedes", "vector")
 
 
 def export_lines(engine: Any, *, with_vectors: bool = False) -> list[dict[str, Any]]:
@@ -43,6 +45,8 @@ def export_lines(engine: Any, *, with_vectors: bool = False) -> list[dict[str, A
                                     "timestamp": ep.get("ts"), "metadata": ep.get("metadata") or {}}
             if ep["id"] in archived:
                 line["archived"] = True
+            if ep.get("supersedes"):
+                line["supersedes"] = ep["supersedes"]
             if view is not None and ep["id"] in view.index:
                 line["vector"] = [float(x) for x in view.embeddings[view.index[ep["id"]]]]
             lines.append(line)
@@ -72,7 +76,24 @@ def turn_from_line(text: str | dict[str, Any], *, lineno: int | None = None) -> 
     archived = data.get("archived", False)
     if not isinstance(archived, bool):
         raise InvalidInputError(f"{where}'archived' must be true or false")
-    return {"turn": turn, "archived": archived, "vector": data.get("vector")}
+    older = data.get("supersedes")
+    if older is not None and (not isinstance(older, str) or "id" not in data):
+        raise InvalidInputError(f"{where}'supersedes' must be the id of a turn, on a turn with an 'id'")
+    return {"turn": turn, "archived": archived, "vector": data.get("vector"), "supersedes": older}
+
+
+def link_versions(target: Any, lines: Iterable[dict[str, Any]]) -> int:
+    """Link again the versions that stored export ``lines`` replaced (each line as it was
+    exported or parsed: ``"supersedes"`` and its own ``"id"``), on ``target`` (anything with
+    ``supersede(old_id, new_id)``); before archiving, which a link needs both active for.
+    Returns how many links were made."""
+    n = 0
+    for line in lines:
+        older = line.get("supersedes")
+        if older:
+            target.supersede(older, line["id"] if "id" in line else line["turn"]["id"])
+            n += 1
+    return n
 
 
 def read_lines(stream: IO[str] | Iterable[str]) -> Iterator[dict[str, Any]]:

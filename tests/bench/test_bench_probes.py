@@ -153,8 +153,10 @@ def test_run_probes_on_the_tiny_fixture(tmp_path, capsys, monkeypatch) -> None:
                    "bm25,dense,hybrid_rrf,fusion,synapse,synapse-paper"])
     assert rc == 0
     res = json.loads(out.read_text())
-    assert set(res) == {"probes", "version", "dataset", "counts", "methods", "timing_s"}
+    assert set(res) == {"probes", "version", "dataset", "counts", "methods", "as_of", "timing_s"}
     assert res["counts"] == {"identifier": 2, "bridge": 1, "never_said": 1, "update": 1}
+    assert set(res["as_of"]) == {"plain", "linked", "reconsolidation"}
+    assert res["as_of"]["linked"]["n"] == 1 and res["as_of"]["linked"]["current_only"]["wrong_absent"] == 1.0
     for name, m in res["methods"].items():
         assert set(m) == {"identifier", "bridge", "update", "never_said", "ranks",
                           "latency_ms"}, name
@@ -165,6 +167,7 @@ def test_run_probes_on_the_tiny_fixture(tmp_path, capsys, monkeypatch) -> None:
     assert res["methods"]["synapse"]["never_said"]["rejected"] in (0.0, 1.0)
     printed = capsys.readouterr().out
     assert "ident r@1" in printed and "bridge@10" in printed and "never rej" in printed
+    assert "as_of probes" in printed
 
 
 def test_run_probes_rejects_unknown_kinds() -> None:

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamablehttp_client  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
-TOOLS = {"store_turns", "retrieve", "consolidate", "forget", "update", "feedback", "list_episodes",
+TOOLS = {"store_turns", "retrieve", "consolidate", "forget", "update", "history", "feedback", "list_episodes",
          "inspect", "stats", "health"}
 FACTS = [{"text": "Dana studies architecture in Lisbon.", "speaker": "Sam", "id": "f1",
           "timestamp": "2024-02-01T09:00:00Z", "metadata": {"topic": "study"}},
