@@ -69,8 +69,27 @@ __all__ = [
     "role_filter",
     "score_terms",
     "speaker_prefix",
+    "time_kwargs",
     "turn_id",
+    "When",
 ]
+
+#: A point in time as the engine takes it: a datetime, epoch seconds or an ISO 8601 string.
+When = Union[datetime, float, str]
+
+
+def time_kwargs(as_of: When | None = None, current_only: bool = False) -> dict[str, Any]:
+    """The time keywords of a read (``Synapse.retrieve``'s ``as_of`` / ``current_only``),
+    only those that are set, so an engine that does not know them still answers the
+    default read.
+
+    >>> time_kwargs(), time_kwargs("2024-02-15", True)
+    ({}, {'as_of': '2024-02-15', 'current_only': True})
+    """
+    if not isinstance(current_only, bool):
+        raise InvalidTypeError(f"current_only must be a bool, got {type(current_only).__name__}")
+    return {**({"as_of": as_of} if as_of is not None else {}),
+            **({"current_only": True} if current_only else {})}
 
 #: The ``config["configurable"]`` keys that name a run's memory, first match wins: one
 #: memory per user across threads, else one per thread.

@@ -11,7 +11,7 @@ rejected the query).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
@@ -90,16 +90,16 @@ def _configure(cls: Any, config: RunnableConfig | None) -> Any:
 
 def recall(engine: MemoryEngine, query: str, *, k: int, config: RunnableConfig | None = None,
            name: str = "synapse_recall", kinds: Sequence[str] = ("episode",),
-           include_rejected: bool = False, judge: LLMGateJudge | None = None
-           ) -> tuple[RetrievalResult, list[Document]]:
+           include_rejected: bool = False, judge: LLMGateJudge | None = None,
+           time: Mapping[str, Any] | None = None) -> tuple[RetrievalResult, list[Document]]:
     """Retrieve ``query`` from ``engine`` as a traced retriever run (child of the current
-    run when called inside one); with a ``judge``, what the offline gate accepted is
-    reviewed by it before the gate is reported. Returns the engine's result and the
-    documents."""
+    run when called inside one), read at ``time`` (``time_kwargs``: ``as_of``,
+    ``current_only``); with a ``judge``, what the offline gate accepted is reviewed by it
+    before the gate is reported. Returns the engine's result and the documents."""
     manager = _configure(CallbackManager, config)
     run = manager.on_retriever_start(None, query, name=name)
     try:
-        result = engine.retrieve(query, k=k, kinds=tuple(kinds))
+        result = engine.retrieve(query, k=k, kinds=tuple(kinds), **(time or {}))
         if judge is not None:
             result = judge.review(result)
         docs = documents(result, kinds, include_rejected)
@@ -114,12 +114,13 @@ def recall(engine: MemoryEngine, query: str, *, k: int, config: RunnableConfig |
 async def arecall(engine: MemoryEngine, query: str, *, k: int,
                   config: RunnableConfig | None = None, name: str = "synapse_recall",
                   kinds: Sequence[str] = ("episode",), include_rejected: bool = False,
-                  judge: LLMGateJudge | None = None) -> tuple[RetrievalResult, list[Document]]:
+                  judge: LLMGateJudge | None = None, time: Mapping[str, Any] | None = None
+                  ) -> tuple[RetrievalResult, list[Document]]:
     """Async twin of :func:`recall`."""
     manager = _configure(AsyncCallbackManager, config)
     run = await manager.on_retriever_start(None, query, name=name)
     try:
-        result = await engine.aretrieve(query, k=k, kinds=tuple(kinds))
+        result = await engine.aretrieve(query, k=k, kinds=tuple(kinds), **(time or {}))
         if judge is not None:
             result = await judge.areview(result)
         docs = documents(result, kinds, include_rejected)

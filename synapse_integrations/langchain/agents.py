@@ -26,6 +26,7 @@ from .._adapter_utils import (
     require,
     resolve_engine,
     speaker_prefix,
+    time_kwargs,
 )
 from ..core.state.validation import to_epoch
 from ..errors import (
@@ -47,7 +48,6 @@ from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
 
 from .._lc_recall import arecall, recall  # noqa: E402
-from .retrievers import reading  # noqa: E402
 
 __all__ = ["MemoryHistoryArgs", "SearchMemoryArgs", "SynapseMemoryMiddleware",
            "create_synapse_tools", "history_text"]
@@ -126,8 +126,8 @@ class SynapseMemoryMiddleware(AgentMiddleware):
 
     # recall -------------------------------------------------------------------------------
     def _memory(self) -> MemoryEngine:
-        """This run's memory, reading with ``current_only``."""
-        return reading(_engine(self.engine, self.namespace_keys), current_only=self.current_only)
+        """This run's memory."""
+        return _engine(self.engine, self.namespace_keys)
 
     def _with_memories(self, request: ModelRequest, result: RetrievalResult) -> ModelRequest:
         block = format_memories(result, header=self.header, empty=self.empty_text)
@@ -138,7 +138,8 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return handler(request)
-        result, _ = recall(self._memory(), human.text, k=self.k, judge=self.judge)
+        result, _ = recall(self._memory(), human.text, k=self.k, judge=self.judge,
+                           time=time_kwargs(current_only=self.current_only))
         return handler(self._with_memories(request, result))
 
     async def awrap_model_call(self, request: ModelRequest,
@@ -147,7 +148,8 @@ class SynapseMemoryMiddleware(AgentMiddleware):
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return await handler(request)
-        result, _ = await arecall(self._memory(), human.text, k=self.k, judge=self.judge)
+        result, _ = await arecall(self._memory(), human.text, k=self.k, judge=self.judge,
+                                  time=time_kwargs(current_only=self.current_only))
         return await handler(self._with_memories(request, result))
 
     # record -------------------------------------------------------------------------------
@@ -314,7 +316,7 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
         bad = _bad_time(as_of, current_only)
         if bad:
             return bad
-        return _listing(recall(reading(mem(), as_of, current_only), query, k=k,
+        return _listing(recall(mem(), query, k=k, time=time_kwargs(as_of, current_only),
                                name="search_memory", judge=judge)[0], empty_text)
 
     async def asearch_memory(query: str, as_of: str | None = None,
@@ -322,7 +324,7 @@ def create_synapse_tools(engine: EngineSource, *, k: int = 5,
         bad = _bad_time(as_of, current_only)
         if bad:
             return bad
-        return _listing((await arecall(reading(mem(), as_of, current_only), query, k=k,
+        return _listing((await arecall(mem(), query, k=k, time=time_kwargs(as_of, current_only),
                                        name="search_memory", judge=judge))[0], empty_text)
 
     def memory_history(memory_id: str) -> str:

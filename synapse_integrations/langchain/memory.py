@@ -11,6 +11,7 @@ from .._adapter_utils import (
     format_memories,
     new_turns,
     require,
+    time_kwargs,
     turn_id,
 )
 
@@ -18,7 +19,6 @@ require("langchain_classic", "langchain")
 
 from .._lc_recall import arecall, recall  # noqa: E402
 from ..gate_judge import LLMGateJudge  # noqa: E402
-from .retrievers import reading  # noqa: E402
 
 from langchain_classic.base_memory import BaseMemory  # noqa: E402
 from langchain_core.messages import SystemMessage  # noqa: E402
@@ -96,13 +96,13 @@ class SynapseMemory(BaseMemory):
         return {self.memory_key: format_memories(result, empty=self.empty_text)}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        engine = reading(self.engine, current_only=self.current_only)
-        return self._variables(recall(engine, self._query(inputs), k=self.k, judge=self.judge)[0])
+        return self._variables(recall(self.engine, self._query(inputs), k=self.k, judge=self.judge,
+                                      time=time_kwargs(current_only=self.current_only))[0])
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        engine = reading(self.engine, current_only=self.current_only)
-        return self._variables((await arecall(engine, self._query(inputs), k=self.k,
-                                              judge=self.judge))[0])
+        return self._variables((await arecall(self.engine, self._query(inputs), k=self.k,
+                                              judge=self.judge,
+                                              time=time_kwargs(current_only=self.current_only)))[0])
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         turns = self._turns(inputs, outputs)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, Union
+from typing import Any
 
-from .._adapter_utils import DEFAULT_EMPTY_TEXT, feedback_engine, format_memories, memory_ids, \
-    require
+from .._adapter_utils import DEFAULT_EMPTY_TEXT, When, feedback_engine, format_memories, \
+    memory_ids, require, time_kwargs
 from ..types import FeedbackReport
 
 require("langchain_core", "langchain")
@@ -23,46 +22,6 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from pydantic import ConfigDict, Field  # noqa: E402
 
 __all__ = ["GATE_EVENT", "GATE_REJECTED_EVENT", "SynapseRetriever", "format_documents"]
-
-#: A point in time as the engine takes it: a datetime, epoch seconds or an ISO 8601 string.
-When = Union[datetime, float, str]
-
-
-def time_kwargs(as_of: When | None = None, current_only: bool = False) -> dict[str, Any]:
-    """The time keywords of a read, only those that are set (so an engine that does not
-    know them still answers the default read).
-
-    >>> time_kwargs(), time_kwargs("2024-02-15", True)
-    ({}, {'as_of': '2024-02-15', 'current_only': True})
-    """
-    return {**({"as_of": as_of} if as_of is not None else {}),
-            **({"current_only": current_only} if current_only is not False else {})}
-
-
-class _Reading:
-    """An engine whose ``retrieve``/``aretrieve`` read with fixed time keywords (what the
-    traced recall of the middleware, the tools and the classic memory calls); everything
-    else is the engine's own."""
-
-    def __init__(self, engine: Any, time: dict[str, Any]) -> None:
-        self._engine, self._time = engine, time
-
-    def retrieve(self, query: str, k: int | None = None, **kwargs: Any) -> Any:
-        return self._engine.retrieve(query, k, **self._time, **kwargs)
-
-    async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> Any:
-        return await self._engine.aretrieve(query, k, **self._time, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-
-def reading(engine: Any, as_of: When | None = None, current_only: bool = False) -> Any:
-    """``engine`` reading as of ``as_of`` / with ``current_only`` (``engine`` itself for the
-    default read)."""
-    time = time_kwargs(as_of, current_only)
-    return _Reading(engine, time) if time else engine
-
 
 def format_documents(docs: Sequence[Document], *, empty: str = DEFAULT_EMPTY_TEXT) -> str:
     """Prompt text for retrieved memories, or ``empty`` when there are none. This is how a

@@ -21,6 +21,7 @@ from .._adapter_utils import (
     namespace_from_configurable,
     require,
     resolve_engine,
+    time_kwargs,
 )
 from ..errors import InvalidTypeError
 from ..gate_judge import LLMGateJudge
@@ -48,23 +49,6 @@ __all__ = ["BASE_PROMPT_KEY", "MEMORY_MESSAGE_ID", "SynapseMemoryNodes", "Synaps
 MEMORY_MESSAGE_ID = "synapse-memories"
 #: ``response_metadata`` key of the leading system message holding the prompt without memories.
 BASE_PROMPT_KEY = "synapse_base_prompt"
-
-
-class _CurrentOnly:
-    """An engine whose ``retrieve``/``aretrieve`` (what the traced recall calls) hide the
-    versions known to be replaced; everything else is the engine's own."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        self._engine = engine
-
-    def retrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult:
-        return self._engine.retrieve(query, k, current_only=True, **kwargs)
-
-    async def aretrieve(self, query: str, k: int | None = None, **kwargs: Any) -> RetrievalResult:
-        return await self._engine.aretrieve(query, k, current_only=True, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
 
 
 class SynapseMemoryState(MessagesState):
@@ -228,12 +212,6 @@ class SynapseMemoryNodes:
             (config or {}).get("configurable"), self.namespace_keys))
 
     # recall -------------------------------------------------------------------------------
-    def _reader(self, config: RunnableConfig | None) -> MemoryEngine:
-        """The memory a recall of this run reads (hiding replaced versions with
-        ``current_only``)."""
-        engine = self.engine_for(config)
-        return _CurrentOnly(engine) if self.current_only else engine  # type: ignore[return-value]
-
     def _query(self, state: Any) -> str | None:
         human = next((m for m in reversed(_messages(state, self.messages_key))
                       if isinstance(m, HumanMessage) and _text(m).strip()), None)
@@ -283,14 +261,16 @@ class SynapseMemoryNodes:
 
     def _recall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
-        result = recall(self._reader(config), query, k=self.k, config=config,
-                        judge=self.judge)[0] if query else None
+        result = recall(self.engine_for(config), query, k=self.k, config=config,
+                        judge=self.judge, time=time_kwargs(current_only=self.current_only))[0] \
+            if query else None
         return self._update(state, result)
 
     async def _arecall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         query = self._query(state)
-        result = (await arecall(self._reader(config), query, k=self.k, config=config,
-                                judge=self.judge))[0] \
+        result = (await arecall(self.engine_for(config), query, k=self.k, config=config,
+                                judge=self.judge,
+                                time=time_kwargs(current_only=self.current_only)))[0] \
             if query else None
         return self._update(state, result)
 

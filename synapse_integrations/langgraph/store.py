@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from .._adapter_utils import EnginePool, list_episodes, namespace_key, require
-from ..core.state.validation import to_epoch
-from ..errors import InvalidTypeError
 from ..gate_judge import LLMGateJudge
 from ..namespace_keys import escape_value, parse_namespace_key, unescape_value
 
@@ -49,18 +47,12 @@ from langgraph.store.base import (  # noqa: E402
     tokenize_path,
 )
 
+from .filters import AS_OF, CURRENT_ONLY, held, matches, time_of, with_time  # noqa: E402
+
 __all__ = ["AS_OF", "CURRENT_ONLY", "SynapseStore"]
 
 _META = "langgraph_store"  # the turn-metadata key holding the item
 
-#: Reserved ``filter`` key of :meth:`SynapseStore.search`: read the store as it stood at
-#: this time (a datetime, epoch seconds or an ISO 8601 string): items written later are
-#: left out. ``$``-prefixed, like LangGraph's operators, so no value field is shadowed.
-AS_OF = "$as_of"
-#: Reserved ``filter`` key of :meth:`SynapseStore.search`: ``True`` leaves out versions
-#: known to be replaced (``Synapse.supersede`` / ``update`` on the namespace's memory).
-CURRENT_ONLY = "$current_only"
-_OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
 
 #: Longest item key accepted (characters, once escaped): the key is part of the node id.
@@ -101,70 +93,6 @@ def _string_leaves(value: Any) -> list[str]:
     return []
 
 
-def _compare(actual: Any, expected: Any) -> bool:
-    """One filter condition, with the operators LangGraph documents ($eq, $ne, $gt, ...)."""
-    if isinstance(expected, Mapping) and expected and all(str(k).startswith("$") for k in expected):
-        for op, operand in expected.items():
-            if op not in _OPS:
-                raise ValueError(f"unsupported filter operator {op!r}; use one of {sorted(_OPS)}")
-            if op == "$eq" and actual != operand or op == "$ne" and actual == operand:
-                return False
-            if op in ("$gt", "$gte", "$lt", "$lte"):
-                try:
-                    a, b = float(actual), float(operand)
-                except (TypeError, ValueError):
-                    return False
-                if not {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]:
-                    return False
-        return True
-    if isinstance(expected, Mapping):
-        return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in expected.items())
-    return actual == expected
-
-
-def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
-
-
-def _time_of(filter: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, float | None, bool]:
-    """``filter`` without the reserved time keys, and what they say: ``(value filter,
-    as_of in epoch seconds or None, current_only)``; a bad value raises naming the key."""
-    if not filter or (AS_OF not in filter and CURRENT_ONLY not in filter):
-        return (dict(filter) if filter else None), None, False
-    rest = {k: v for k, v in filter.items() if k not in (AS_OF, CURRENT_ONLY)}
-    current_only = filter.get(CURRENT_ONLY, False)
-    if not isinstance(current_only, bool):
-        raise InvalidTypeError(f"filter[{CURRENT_ONLY!r}] must be a bool, got "
-                               f"{type(current_only).__name__}")
-    as_of = filter.get(AS_OF)
-    try:
-        epoch = None if as_of is None else to_epoch(as_of)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"filter[{AS_OF!r}]: {exc}") from None
-    return rest or None, epoch, current_only
-
-
-def _with_time(filter: dict[str, Any] | None, as_of: Any, current_only: Any
-               ) -> dict[str, Any] | None:
-    """``filter`` with the keywords ``as_of`` / ``current_only`` as its reserved keys."""
-    if as_of is None and current_only is False:
-        return filter
-    return {**(filter or {}), **({AS_OF: as_of} if as_of is not None else {}),
-            **({CURRENT_ONLY: current_only} if current_only is not False else {})}
-
-
-def _held(node: Mapping[str, Any], as_of: float | None, current_only: bool) -> bool:
-    """A stored version is part of a read as of ``as_of`` (it had started) and, with
-    ``current_only``, still held then (not replaced by then)."""
-    ts = node.get("ts")
-    if as_of is not None and isinstance(ts, (int, float)) and ts > as_of:
-        return False
-    if current_only and node.get("superseded_by"):
-        at = node.get("superseded_at")
-        return as_of is not None and isinstance(at, (int, float)) and at > as_of
-    return True
-
-
 def _check_labels(namespace: Sequence[Any]) -> None:
     """LangGraph's label rules (non-empty strings without ``.`` or NUL), also for ops passed
     straight to ``batch``: a ``.`` would break the reversible namespace mapping."""
@@ -175,7 +103,7 @@ def _check_labels(namespace: Sequence[Any]) -> None:
                 "strings without '.' or NUL")
 
 
-def _namespace_matches(ns: tuple[str, ...], condition: MatchCondition) -> bool:
+def _namespacematches(ns: tuple[str, ...], condition: MatchCondition) -> bool:
     path = tuple(condition.path)
     if len(ns) < len(path):
         return False
@@ -304,7 +232,7 @@ class SynapseStore(BaseStore):
         engine = self.pool.get(self._engine_ns(namespace))
         found: dict[str, dict[str, Any]] = {}
         for ep in list_episodes(engine):
-            if not _held(ep, as_of, current_only):
+            if not held(ep, as_of, current_only):
                 continue
             rec = self._record(ep["id"], ep.get("metadata"), namespace)
             if rec is not None and (rec["key"] not in found
@@ -353,7 +281,7 @@ class SynapseStore(BaseStore):
         """
         return super().search(namespace_prefix, query=query, limit=limit, offset=offset,
                               refresh_ttl=refresh_ttl,
-                              filter=_with_time(filter, as_of, current_only))
+                              filter=with_time(filter, as_of, current_only))
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, *, query: str | None = None,
                       filter: dict[str, Any] | None = None, limit: int = 10, offset: int = 0,
@@ -363,7 +291,7 @@ class SynapseStore(BaseStore):
         """Async twin of :meth:`search`."""
         return await super().asearch(namespace_prefix, query=query, limit=limit, offset=offset,
                                      refresh_ttl=refresh_ttl,
-                                     filter=_with_time(filter, as_of, current_only))
+                                     filter=with_time(filter, as_of, current_only))
 
     # -- operations ------------------------------------------------------------------------
     def _get(self, op: GetOp) -> Item | None:
@@ -374,7 +302,7 @@ class SynapseStore(BaseStore):
         return self._item(versions[0]) if versions else None
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        flt, as_of, current_only = _time_of(op.filter)
+        flt, as_of, current_only = time_of(op.filter)
         time = {**({"as_of": as_of} if as_of is not None else {}),
                 **({"current_only": True} if current_only else {})}
         prefix = tuple(op.namespace_prefix)
@@ -395,14 +323,14 @@ class SynapseStore(BaseStore):
                 best: dict[str, tuple[float, dict[str, Any]]] = {}
                 for it in result.items:
                     rec = self._record(it.id, it.metadata, ns) if it.kind == "episode" else None
-                    if rec is not None and rec.get("indexed", True) and _matches(rec["value"], flt):
+                    if rec is not None and rec.get("indexed", True) and matches(rec["value"], flt):
                         seen = best.get(rec["key"])  # one hit per key: its newest version
                         if seen is None or rec["updated_at"] > seen[1]["updated_at"]:
                             best[rec["key"]] = (it.score, rec)
                 hits += best.values()
             else:
                 hits += [(None, rec) for rec in self._records(ns, as_of, current_only)
-                         if _matches(rec["value"], flt)]
+                         if matches(rec["value"], flt)]
         if op.query:
             hits.sort(key=lambda h: -h[0])  # type: ignore[operator]
         else:
@@ -413,7 +341,7 @@ class SynapseStore(BaseStore):
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found = [ns for ns in self._store_namespaces() if self._records(ns)]
         for condition in op.match_conditions or ():
-            found = [ns for ns in found if _namespace_matches(ns, condition)]
+            found = [ns for ns in found if _namespacematches(ns, condition)]
         if op.max_depth is not None:
             found = [ns[:op.max_depth] for ns in found]
         return sorted(set(found))[op.offset:op.offset + op.limit]

@@ -26,6 +26,7 @@ from .._adapter_utils import (
     new_turns,
     require,
     resolve_engine,
+    time_kwargs,
     turn_id,
 )
 from ..types import MemoryEngine, RetrievalResult
@@ -41,7 +42,7 @@ from llama_index.core.memory import BaseMemoryBlock, Memory  # noqa: E402
 from llama_index.core.storage.chat_store.base_db import MessageStatus  # noqa: E402
 from pydantic import Field  # noqa: E402
 
-from .retrievers import dispatcher, gate_event, time_kwargs, to_nodes  # noqa: E402
+from .retrievers import dispatcher, gate_event, to_nodes  # noqa: E402
 
 __all__ = ["SynapseChatMemory", "SynapseMemoryBlock"]
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, Optional, Union
+from typing import Optional
 
-from .._adapter_utils import feedback_engine, item_metadata, memory_ids, require
-from ..errors import InvalidTypeError
+from .._adapter_utils import When, feedback_engine, item_metadata, memory_ids, require, time_kwargs
 from ..gate_judge import LLMGateJudge
 from ..types import FeedbackReport, MemoryEngine, RetrievalResult
 
@@ -19,23 +17,7 @@ from llama_index.core.instrumentation.events import BaseEvent  # noqa: E402
 from llama_index.core.retrievers import BaseRetriever  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
-__all__ = ["SynapseGateEvent", "SynapseRetriever", "gate_event", "time_kwargs", "to_nodes"]
-
-#: A point in time as the engine takes it: a datetime, epoch seconds or an ISO 8601 string.
-When = Union[datetime, float, str]
-
-
-def time_kwargs(as_of: When | None = None, current_only: bool = False) -> dict[str, Any]:
-    """The time keywords of a read, only those that are set (so an engine that does not
-    know them still answers the default read).
-
-    >>> time_kwargs(), time_kwargs("2024-02-15", True)
-    ({}, {'as_of': '2024-02-15', 'current_only': True})
-    """
-    if not isinstance(current_only, bool):
-        raise InvalidTypeError(f"current_only must be a bool, got {type(current_only).__name__}")
-    return {**({"as_of": as_of} if as_of is not None else {}),
-            **({"current_only": True} if current_only else {})}
+__all__ = ["SynapseGateEvent", "SynapseRetriever", "gate_event", "to_nodes"]
 
 dispatcher = get_dispatcher(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidInputError, InvalidTypeError
+from ...errors import InvalidInputError, InvalidTypeError, SynapseError
 from ..graph.graph import Compiled
 from ..state.filters import Filter
 from ..state.validation import to_epoch
@@ -37,7 +37,12 @@ def timeline_of(as_of: Any, current_only: Any) -> Timeline:
     """A validated :class:`Timeline` (errors name the bad argument)."""
     if not isinstance(current_only, bool):
         raise InvalidTypeError(f"current_only must be a bool, got {type(current_only).__name__}")
-    return Timeline(None if as_of is None else to_epoch(as_of), current_only)
+    if as_of is None:
+        return Timeline(None, current_only)
+    try:
+        return Timeline(to_epoch(as_of), current_only)
+    except SynapseError as exc:  # name the argument: "as_of: timestamp 'last month' is not ..."
+        raise type(exc)(f"as_of: {exc}") from None
 
 
 @dataclass(frozen=True)
