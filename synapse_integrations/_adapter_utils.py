@@ -227,22 +227,29 @@ def quote_text(text: str) -> str:
     return _TAG_OPEN.sub("&lt;", text)
 
 
-def _fields(memory: RetrievedItem | Mapping[str, Any]) -> tuple[str, str, str | None, str, str]:
-    """(date, kind, speaker, text, id) of a retrieved item, or of a memory dict (the LangGraph
-    state's ``memories``, a ``Document``'s metadata with its text)."""
+def _day(value: Any) -> str:
+    return value.date().isoformat() if isinstance(value, datetime) else str(value or "")[:10]
+
+
+def _fields(memory: RetrievedItem | Mapping[str, Any]
+            ) -> tuple[str, str, str | None, str, str, str]:
+    """(date, kind, speaker, text, id, the date a newer version replaced it or "") of a
+    retrieved item, or of a memory dict (the LangGraph state's ``memories``, a
+    ``Document``'s metadata with its text)."""
     if isinstance(memory, Mapping):
-        ts = memory.get("timestamp")
-        when = ts.date().isoformat() if isinstance(ts, datetime) else str(ts or "")[:10]
-        return (when, str(memory.get("kind") or "episode"), memory.get("speaker"),
-                str(memory.get("text") or ""), str(memory.get("id") or ""))
-    when = memory.timestamp.date().isoformat() if memory.timestamp else ""
-    return when, memory.kind, memory.speaker, memory.text, memory.id
+        return (_day(memory.get("timestamp")), str(memory.get("kind") or "episode"),
+                memory.get("speaker"), str(memory.get("text") or ""), str(memory.get("id") or ""),
+                _day(memory.get("valid_until")))
+    return (_day(memory.timestamp), memory.kind, memory.speaker, memory.text, memory.id,
+            _day(memory.valid_until))
 
 
 def _line(memory: RetrievedItem | Mapping[str, Any], ids: bool) -> str:
-    when, kind, speaker, text, mid = _fields(memory)
+    when, kind, speaker, text, mid, until = _fields(memory)
     when = f"[{quote_text(when)}] " if when else ""
     tag = "(concept) " if kind == "concept" else ""
+    if until:  # a newer version replaced it: a model must not take it as current
+        tag += f"(replaced on {quote_text(until)}) "
     who = quote_text(speaker_prefix(speaker, text))
     tail = f" (id: {quote_text(mid)})" if ids and mid else ""
     return f"- {when}{tag}{who}{quote_text(text)}{tail}"

@@ -312,3 +312,16 @@ async def test_llama_index_memory_block_time(moved):
     assert PORTO in shown and LISBON not in shown
     shown = " ".join(str(m.content) for m in await memory.aget())
     assert LISBON in shown and PORTO not in shown
+
+
+def test_the_prompt_marks_a_replaced_version_so_a_model_does_not_take_it_as_current(tmp_path):
+    from synapse_integrations import HashingEmbedder, Synapse
+    from synapse_integrations._adapter_utils import format_memories
+
+    with Synapse(tmp_path / "m", embedder=HashingEmbedder()) as mem:
+        old = mem.add_turn("Sam lives in Porto.", speaker="Sam", timestamp="2024-01-10")
+        mem.update(old, "Sam lives in Lisbon now.", timestamp="2024-03-01")
+        text = format_memories(mem.retrieve("Where does Sam live?", k=5).items)
+    porto = next(line for line in text.splitlines() if "Porto" in line)
+    lisbon = next(line for line in text.splitlines() if "Lisbon" in line)
+    assert "(replaced on 2024-03-01)" in porto and "replaced" not in lisbon
