@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel  # noqa: E402
+from _fake_models import ToolCallingFake as _Fake  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
 from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
 
@@ -149,17 +149,6 @@ def test_a_tool_calling_model_sees_the_time_arguments(moved):
 
 
 # -- LangChain: middleware and classic memory -----------------------------------------------
-class _Fake(FakeMessagesListChatModel):
-    seen: list = []
-
-    def bind_tools(self, tools, **kwargs):  # noqa: ANN001, ANN003
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # noqa: ANN001
-        self.seen.append(list(messages))
-        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-
-
 def test_middleware_current_only_keeps_the_replaced_version_out_of_the_prompt(moved):
     pytest.importorskip("langchain")
     from langchain.agents import create_agent

@@ -13,9 +13,9 @@ pytest.importorskip("langchain_core")
 
 from _adapter_data import ANSWERABLE, UNANSWERABLE, demo_turns  # noqa: E402
 from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
+from _fake_models import ToolCallingFake  # noqa: E402
 from langchain_core.language_models.fake_chat_models import (  # noqa: E402
     FakeListChatModel,
-    FakeMessagesListChatModel,
 )
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder  # noqa: E402
@@ -214,19 +214,6 @@ async def test_message_history_with_runnable_with_message_history(tmp_path, embe
     history.clear()
     assert history.messages == []
     pool.close()
-
-
-class ToolCallingFake(FakeMessagesListChatModel):
-    """A fake chat model that accepts tools and records the prompts it was given."""
-
-    seen: list = []
-
-    def bind_tools(self, tools, **kwargs):  # noqa: ANN001, ANN003
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # noqa: ANN001
-        self.seen.append(list(messages))
-        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
 
 def _system_text(messages) -> str:  # noqa: ANN001

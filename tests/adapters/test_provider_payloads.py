@@ -28,7 +28,7 @@ from _hostile_memories import (  # noqa: E402
     forged_lines,
     strings,
 )
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel  # noqa: E402
+from _fake_models import ToolCallingFake as Recorder  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
@@ -42,19 +42,6 @@ from synapse_integrations.namespace_keys import namespace_key  # noqa: E402
 pytestmark = [pytest.mark.model, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 MEMORY = "Long-term memories"
-
-
-class Recorder(FakeMessagesListChatModel):
-    """A fake tool-calling model that keeps every input it was given."""
-
-    seen: list = []
-
-    def bind_tools(self, tools, **kwargs):  # noqa: ANN001, ANN003
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # noqa: ANN001
-        self.seen.append(list(messages))
-        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
 
 @tool
