@@ -1,11 +1,13 @@
 """Many tenants through one ``synapse serve http`` process (issue 45, item 4): each new
 namespace gets a turn over REST, every ``every``-th namespace the server's descriptors
-(``/proc/<pid>/fd``), RSS and threads are sampled, then every namespace is read back.
+(``/proc/<pid>/fd``), RSS, threads and the seconds since the start are sampled, then every
+namespace is read back; ``slices`` says how long each ``every`` new namespaces took (ms per
+namespace), which stays flat when opening a namespace does not slow down with the others.
 
 Used by tests/safety/test_safety_tenants.py (a few hundred namespaces) and run by hand for the
-figures in docs/safety.md::
+figures in docs/deployment.md::
 
-    python tests/_tenant_load.py --namespaces 1000 [--nofile 1024] [--json out.json]
+    python tests/_tenant_load.py --namespaces 1000 [--nofile 1024] [--deadline 1800] [--json out.json]
 """
 
 from __future__ import annotations
@@ -71,8 +73,13 @@ def run(url: str, pid: int, namespaces: int, *, every: int = 25,
         deadline_s: float = 1800.0) -> dict[str, Any]:
     """Write then read ``namespaces`` tenants; ``{"samples", "errors", "open_ms", ...}``.
     Stops (and says so) past ``deadline_s``."""
-    t_end = time.monotonic() + deadline_s
-    samples: list[dict[str, Any]] = [{"namespaces": 0, **proc_figures(pid)}]
+    t_start = time.monotonic()
+    t_end = t_start + deadline_s
+
+    def sample(**where: Any) -> dict[str, Any]:
+        return {**where, "t_s": round(time.monotonic() - t_start, 2), **proc_figures(pid)}
+
+    samples: list[dict[str, Any]] = [sample(namespaces=0)]
     errors: list[str] = []
     open_ms: list[float] = []
     read_ms: list[float] = []
@@ -92,7 +99,7 @@ def run(url: str, pid: int, namespaces: int, *, every: int = 25,
             else:
                 written += 1
             if (n + 1) % every == 0:
-                samples.append({"namespaces": n + 1, **proc_figures(pid)})
+                samples.append(sample(namespaces=n + 1))
         for n in range(written):
             if time.monotonic() > t_end:
                 errors.append(f"deadline: read back {n} namespaces")
@@ -104,10 +111,15 @@ def run(url: str, pid: int, namespaces: int, *, every: int = 25,
             if ids != [f"t{n}"]:
                 errors.append(f"read tenant-{n}: {r.status_code} {r.text[:200]}")
             if (n + 1) % every == 0:
-                samples.append({"namespaces": namespaces, "read_back": n + 1, **proc_figures(pid)})
-        samples.append({"namespaces": namespaces, "read_back": written, **proc_figures(pid)})
+                samples.append(sample(namespaces=namespaces, read_back=n + 1))
+        samples.append(sample(namespaces=namespaces, read_back=written))
     cold, reopen = sorted(open_ms), sorted(read_ms)
-    return {"samples": samples, "errors": errors, "written": written,
+    writes = [s for s in samples if "read_back" not in s]
+    slices = [{"namespaces": b["namespaces"],
+               "ms_per_namespace": round((b["t_s"] - a["t_s"]) * 1000 / (b["namespaces"] - a["namespaces"]), 1)}
+              for a, b in zip(writes, writes[1:])]
+    return {"samples": samples, "slices": slices, "errors": errors, "written": written,
+            "write_s": writes[-1]["t_s"], "total_s": samples[-1]["t_s"],
             "cold_write_p50_ms": round(cold[len(cold) // 2], 1) if cold else None,
             "cold_write_p95_ms": round(cold[int(len(cold) * 0.95)], 1) if cold else None,
             "cold_read_p50_ms": round(reopen[len(reopen) // 2], 1) if reopen else None,
@@ -119,6 +131,9 @@ def main() -> int:
     ap.add_argument("--namespaces", type=int, default=1000)
     ap.add_argument("--nofile", type=int, default=None, help="the server's ulimit -n")
     ap.add_argument("--path", type=Path, default=None)
+    ap.add_argument("--every", type=int, default=50, help="namespaces per sample and slice")
+    ap.add_argument("--deadline", type=float, default=1800.0,
+                    help="seconds; the run stops (and says so) past it")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     import tempfile
@@ -126,7 +141,7 @@ def main() -> int:
     path = args.path or Path(tempfile.mkdtemp(prefix="synapse-tenants-")) / "mem"
     proc, url, _ = start_server(path, nofile=args.nofile)
     try:
-        out = run(url, proc.pid, args.namespaces, every=50)
+        out = run(url, proc.pid, args.namespaces, every=args.every, deadline_s=args.deadline)
     finally:
         stop_server(proc)
     out["nofile"] = args.nofile

@@ -10,8 +10,9 @@ held, and eviction never races the callers.
 - the Chroma cache: with a low descriptor limit (``ulimit -n``, which sizes Chroma's own
   index cache) every memory stays readable (before: "Nothing found on disk");
 - the server: a real ``synapse serve http`` subprocess under ``ulimit -n 1024``, 300
-  namespaces over httpx (tests/_tenant_load.py; the 1,000-namespace figures come from a
-  manual run of the same loop), every one read back, descriptors and RSS bounded.
+  namespaces over httpx (tests/_tenant_load.py; the 10,000-namespace figures of
+  docs/deployment.md come from a manual run of the same loop), every one read back,
+  descriptors and RSS bounded.
 """
 
 from __future__ import annotations
