@@ -73,17 +73,22 @@ def test_a_namespace_s_lookups_search_an_index_instead_of_scanning_every_namespa
         assert "SCAN" not in plan and "USING INDEX" in plan, f"{what}: {plan}"
 
 
+def _drop_indexes(db) -> None:
+    """The database as an earlier version left it: without the lookup indexes."""
+    con = sqlite3.connect(db)
+    for name, _, _ in LOOKUP_INDEXES:
+        con.execute(f"DROP INDEX {name}")
+    con.commit()
+    con.close()
+
+
 def test_a_folder_made_without_the_indexes_gets_them_at_its_next_open_and_keeps_its_memories(tmp_path):
     """A folder written by an earlier version (or whose indexes a Chroma migration dropped
     with the table it rebuilt): the next open in a new process adds them; nothing is lost."""
     path = tmp_path / "mem"
     _memory(path)
     db = path / "chroma" / "chroma.sqlite3"
-    con = sqlite3.connect(db)
-    for name, _, _ in LOOKUP_INDEXES:
-        con.execute(f"DROP INDEX {name}")
-    con.commit()
-    con.close()
+    _drop_indexes(db)
     # without them: every row of the log from the offset on, every segment
     assert "USING INDEX" not in _plans(db)["read the log"]
     assert "SCAN segments" in _plans(db)["index folders by collection"]
@@ -110,11 +115,7 @@ def test_outside_the_tested_chroma_range_nothing_is_added(tmp_path, monkeypatch,
     client = persistent_client(tmp_path / "chroma")  # indexed: a tested Chroma
     close_client(client)
     db = tmp_path / "chroma" / "chroma.sqlite3"
-    con = sqlite3.connect(db)
-    for name, _, _ in LOOKUP_INDEXES:
-        con.execute(f"DROP INDEX {name}")
-    con.commit()
-    con.close()
+    _drop_indexes(db)
     monkeypatch.setattr(chroma_mod, "chroma_version", lambda: (9, 0, 0))
     with caplog.at_level(logging.WARNING, logger="synapse_integrations.storage.chroma"):
         assert ChromaFiles(db).add_lookup_indexes() is False
