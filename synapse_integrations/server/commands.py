@@ -1,7 +1,8 @@
 """The ``synapse serve`` and operator subcommands (registered by :mod:`synapse_integrations.cli`).
 
-``synapse serve http --path DIR [--host 127.0.0.1 --port 8765] [--api-key KEY] [--key-file FILE] [--mcp]``
-    the REST API (and, with ``--mcp``, the MCP tools at ``/mcp`` on the same memories);
+``synapse serve http --path DIR [--host 127.0.0.1 --port 8765] [--api-key KEY] [--key-file FILE] [--mcp] [--ui]``
+    the REST API (with ``--mcp``, the MCP tools at ``/mcp`` on the same memories; with
+    ``--ui``, the explorer page at ``/ui/``: docs/explorer.md);
 ``synapse serve mcp --path DIR [--transport stdio|http] [--host --port] [--api-key KEY] [--key-file FILE]``
     the MCP server.
 
@@ -17,7 +18,8 @@ server may hold it) or on a server (``--url URL [--api-key KEY]``; the two targe
     synapse add "Dana moved to Lisbon." --speaker Sam --path ./memory
     synapse query "Where does Dana live?" --url http://127.0.0.1:8765 --namespace user_id=42
     synapse query "Where does Dana live?" --as-of 2024-03-01 [--current-only]
-    synapse inspect [ID] [--query Q]      synapse history ID      synapse verify      synapse repair
+    synapse inspect [ID] [--query Q]      synapse inspect NAMESPACE --html FILE [--query Q]
+    synapse history ID      synapse verify      synapse repair
     synapse forget [IDS...] [--speaker S] [--since T] [--until T] [--where JSON] [--everything]
     synapse export --out backup.jsonl [--with-vectors]
     synapse import backup.jsonl
@@ -112,6 +114,10 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    if args.html:  # one self-contained page of the explorer's views (docs/explorer.md)
+        from .ui.report import cmd_inspect_html
+
+        return cmd_inspect_html(args)
     with open_target(args) as target:
         out = target.inspect(args.id, args.query)
     if args.json or args.id is None:
@@ -319,10 +325,10 @@ def cmd_serve_http(args: argparse.Namespace) -> int:
     key, keys = api_key(args), _key_ring(args)
     _serve_guard(args, key, keys)
     service = _service(args)
-    app = create_app(service=service, api_key=key, keys=keys, mcp=args.mcp, host=args.host)
+    app = create_app(service=service, api_key=key, keys=keys, mcp=args.mcp, host=args.host, ui=args.ui)
     guard = f"; {len(keys.keys) + bool(key)} API keys" if keys is not None else "; API key required" if key else ""
     print(f"SYNAPSE memory server: http://{args.host}:{args.port} (folder {service.path}; "
-          f"docs at /docs{'; MCP at /mcp' if args.mcp else ''}{guard})", file=sys.stderr, flush=True)
+          f"docs at /docs{'; MCP at /mcp' if args.mcp else ''}{'; explorer at /ui/' if args.ui else ''}{guard})", file=sys.stderr, flush=True)
     json_logs = args.log_format == "json"
     if json_logs:
         from .telemetry import use_json_logs
@@ -408,6 +414,7 @@ def add_commands(sub: Any) -> None:
                         choices=("critical", "error", "warning", "info", "debug"))
     http = ssub.add_parser("http", parents=[common], help="the REST API (FastAPI on uvicorn)")
     http.add_argument("--mcp", action="store_true", help="also serve the MCP tools at /mcp")
+    http.add_argument("--ui", action="store_true", help="also serve the explorer page at /ui/")
     http.add_argument("--log-format", choices=("text", "json"), default="text",
                       help="json: every log line one JSON object on stderr, with an access line "
                            "per request (method, route, status, duration_ms)")
@@ -445,6 +452,8 @@ def add_commands(sub: Any) -> None:
                              help="a namespace (folder, stats, config) or one memory")
     inspect.add_argument("id", nargs="?", help="a memory id (default: the namespace)")
     inspect.add_argument("--query", help="how this query ranks the memory")
+    inspect.add_argument("--html", metavar="FILE", help="write one self-contained page (the "
+                         "positional names the namespace then; --query: its Ask view)")
     inspect.set_defaults(func=_wrap(cmd_inspect))
 
     for name, fn, text in (("verify", cmd_verify, "check that the stores agree (exit 1 if not)"),

@@ -24,6 +24,9 @@ namespace or id the engine accepts can be named, ``/`` included)::
     POST /v1/namespaces/{namespace}/freeze             refuse its writes (a 503) while it moves
     GET  /v1/namespaces/{namespace}/archived           the archived nodes
     GET  /v1/namespaces/{namespace}/export             JSONL (NDJSON), one turn per line
+    GET  /v1/namespaces/{namespace}/overview | timeline; POST .../explain | forget/preview
+                                                       the explorer's reads (:mod:`.explain`)
+    GET  /ui/                                          the explorer page, with ``ui=True``
 
 OpenAPI at ``/openapi.json``, docs at ``/docs``. Errors are
 ``{"error": {"type", "message", "status"}}`` with the engine's own message; the status of
@@ -193,7 +196,8 @@ _ERRORS_DOC = {status: {"model": ErrorOut} for status in (400, 404, 409, 413, 42
 # ---------------------------------------------------------------------------------------
 def create_app(path: str | Path | None = None, *, service: MemoryService | None = None,
                embedder: Any = None, api_key: str | None = None, keys: KeyRing | None = None,
-               mcp: bool = False, host: str = "127.0.0.1", **engine_kwargs: Any) -> FastAPI:
+               mcp: bool = False, host: str = "127.0.0.1", ui: bool = False,
+               **engine_kwargs: Any) -> FastAPI:
     """The REST API over the memory folder ``path`` (or over ``service``).
 
     Args:
@@ -208,6 +212,8 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
             memories (so REST clients and MCP agents share one memory).
         host: the address the server binds (the MCP endpoint's DNS-rebinding protection
             allows only localhost names when it is a loopback address).
+        ui: also serve the explorer page at ``/ui/`` (:mod:`.ui`; it calls this API with
+            the key its user types, so the key rules are the API's).
         **engine_kwargs: passed to every ``Synapse(...)`` (``config``, ...).
     """
     ring = key_ring(api_key, keys)
@@ -273,6 +279,9 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
     v1 = APIRouter(prefix="/v1", dependencies=security,
                    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, **_ERRORS_DOC})
     _routes(v1, svc)
+    from .explain import router as explorer_routes
+
+    v1.include_router(explorer_routes(svc))
     app.include_router(v1)
     if mcp_server is not None:
         app.router.routes.extend(mcp_app.routes)  # /mcp, run by the lifespan above
@@ -282,6 +291,10 @@ def create_app(path: str | Path | None = None, *, service: MemoryService | None 
     if ring is not None:
         app.add_middleware(AccessControl, keys=ring)
     app.add_middleware(RawSegments)
+    if ui:  # outside the key check: a browser opens the page without a header
+        from .ui import StaticUI
+
+        app.add_middleware(StaticUI)
     # outermost: every request counted, the ones the middlewares above refuse included
     # (labelled by the routes' templates: the app's own, and the /v1 router's)
     labels = [r for r in app.router.routes if hasattr(r, "path")] + list(v1.routes)
