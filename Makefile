@@ -11,7 +11,8 @@ install-core:
 	$(PIP) install -q -e .
 
 # everything: the framework adapters, the benchmarks and the test tools, and HAProxy from
-# Debian's packages (the sharded-deployment tests run a real one; docs/deployment.md)
+# Debian's packages (the sharded-deployment tests run a real one; docs/deployment.md), and
+# Debian's Chromium and its driver (the explorer's tests drive it: docs/explorer.md)
 install: install-core system-deps
 	$(PIP) install -q -e ".[all,test]"
 
@@ -19,6 +20,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 system-deps:
 	@command -v haproxy >/dev/null || { $(SUDO) apt-get update -q && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q haproxy; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium chromium-driver; }
 
 demo: install-core
 	$(PYTHON) -m synapse_integrations.cli demo
