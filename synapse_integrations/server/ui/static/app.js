@@ -10,7 +10,8 @@
   const embedded = $("report-data");
   const report = embedded ? JSON.parse(embedded.textContent) : null;
   const ui = { namespaces: 0, timelineRows: 0, hits: 0, bars: 0, graphNodes: 0, graphEdges: 0,
-    lastError: null, ready: false, busy: 0, report: !!report, cy: null };
+    lastError: null, ready: false, busy: 0, report: !!report, cy: null,
+    readyAt: null, asks: 0, askMs: null };  // readyAt, askMs: the page's clock (bench/ui.py)
   window.synapseUI = ui;
   const state = { ns: null, offset: 0, limit: 50, memory: null };
 
@@ -88,6 +89,7 @@
     }
     ui.namespaces = rows.length;
     $("ns-empty").hidden = rows.length > 0;
+    ui.readyAt = performance.now();
     ui.ready = true;
     if (report) openNamespace(report.namespace);
   }
@@ -234,10 +236,13 @@
     if (!query) return;
     const kinds = $("with-concepts").checked ? ["episode", "concept"] : ["episode"];
     let out;
+    const t0 = performance.now();
     try {
       out = report ? report.ask : await api("POST", nsPath("/explain"), { query, k: Number($("k").value) || 10, kinds });
     } catch (err) { status(err.message, true); return; }
     renderAsk(out);
+    ui.askMs = performance.now() - t0;
+    ui.asks++;
   }
   function renderAsk(out) {
     const gate = $("gate");
