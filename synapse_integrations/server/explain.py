@@ -124,7 +124,8 @@ def _graph(engine: Any, svc: MemoryService, query: str, items: list[dict[str, An
            cfg: Any) -> dict[str, Any]:
     """The activation graph of ``query``: its hits, the nodes on the paths along which
     activation reached each, the concepts that led to each, and the query's anchors among
-    them; node ``activation`` is the model's first pass (spreading activation)."""
+    them; node ``activation`` is the model's first pass (spreading activation) over the
+    whole memory (a retrieval's filters choose the hits, not the activation)."""
     qv = svc.embedder.embed_query(query)
     nodes: dict[str, dict[str, Any]] = {}
     edges: dict[tuple[str, str], dict[str, Any]] = {}
@@ -193,7 +194,9 @@ def forget_preview(svc: MemoryService, namespace: Any, ids: Any) -> dict[str, An
         asked = set(forgetting.asked_for(state, doomed, ids))
         rows = []
         for n in doomed:
-            d = state.any_node(n) if state.knows(n) else {"kind": "vector", "text": None}
+            if not state.knows(n):  # an id no node holds: nothing to show (a stray vector at most)
+                continue
+            d = state.any_node(n)
             rows.append({"id": n, "kind": "fact" if _is_fact(d) else d.get("kind"),
                          "text": d.get("text"), "asked": n in asked})
     return {"memories": [r for r in rows if r["asked"]], "derived": [r for r in rows if not r["asked"]]}

@@ -177,3 +177,19 @@ def test_the_page_is_served_only_with_ui_and_loads_nothing_from_elsewhere(server
     with rest_server(tmp_path / "plain", embedder=HashingEmbedder()) as plain:
         assert httpx.get(f"{plain.url}/ui/").status_code == 404
         assert httpx.get(f"{plain.url}/ui/app.js").status_code == 404
+
+
+def test_the_explorer_routes_keep_the_key_rules(server):
+    url = f"{server.url}/v1/namespaces"
+    ask = {"query": "Where does Bob sail?"}
+    for method, tail, body in (("GET", "/overview", None), ("GET", "/timeline", None),
+                               ("POST", "/explain", ask), ("POST", "/forget/preview", {"ids": ["b1"]})):
+        assert httpx.request(method, f"{url}/bob{tail}", json=body).status_code == 401
+        assert httpx.request(method, f"{url}/bob{tail}", json=body, headers={"X-API-Key": "nope"}).status_code == 401
+        assert httpx.request(method, f"{url}/bob{tail}", json=body, headers={"X-API-Key": ALICE}).status_code == 403
+        assert httpx.request(method, f"{url}/bob{tail}", json=body, headers={"X-API-Key": ADMIN}).status_code == 200
+    preview = httpx.post(f"{url}/bob/forget/preview", json={"ids": ["b1"]}, headers={"X-API-Key": ADMIN}).json()
+    assert [m["id"] for m in preview["memories"]] == ["b1"]
+    assert httpx.get(f"{url}/bob/memories/b1/exists", headers={"X-API-Key": ADMIN}).json() == {"exists": True}
+    bad = httpx.get(f"{url}/bob/timeline", params={"where": "{not json"}, headers={"X-API-Key": ADMIN})
+    assert bad.status_code == 400 and "where" in bad.json()["error"]["message"]

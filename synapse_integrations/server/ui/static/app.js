@@ -193,7 +193,7 @@
     try { preview = await api("POST", nsPath("/forget/preview"), { ids: [m.id] }); }
     catch (err) { showResult("Forget failed", [err.message], true); return; }
     const list = clear($("confirm-list"));
-    const line = (r, what) => el("li", { "data-id": r.id }, `${what}: ${r.text === null ? "(a stray vector)" : r.text} `,
+    const line = (r, what) => el("li", { "data-id": r.id }, `${what}: ${r.text} `,
       el("code", {}, r.id));
     preview.memories.forEach((r) => list.append(line(r, r.kind)));
     preview.derived.forEach((r) => list.append(line(r, `${r.kind} derived only from it`)));
