@@ -329,6 +329,12 @@ def cmd_bench_probes(args: argparse.Namespace) -> int:
         results["haystack_never_said"] = run_haystack_never_said(
             args.longmemeval, data=args.haystack_probes, methods=engine, embedder=embedder,
             progress=_tqdm_factory(not args.no_progress))
+    from .supersession import PAIRS_FILE, format_supersession, run_supersession
+
+    if PAIRS_FILE.exists():  # the labelled supersession set (a source checkout), on dev data
+        sup = run_supersession(locomo=args.locomo, longmemeval=args.longmemeval)
+        if sup["measured"]:
+            results["supersession"] = sup
     _write_json(args.out, results)
     if args.locomo:
         print(format_probes_table(results))
@@ -338,6 +344,8 @@ def cmd_bench_probes(args: argparse.Namespace) -> int:
             print(format_as_of(results["as_of"]))
     if args.longmemeval:
         print(format_haystack_table(results["haystack_never_said"]))
+    if "supersession" in results:
+        print(format_supersession(results["supersession"]))
     print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
     return 0
 

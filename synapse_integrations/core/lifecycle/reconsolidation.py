@@ -17,6 +17,8 @@ and ranked with its replacement (:func:`~synapse_integrations.core.signals.versi
 * speaks in the first person (``I``, ``my``, ``we``...) and is not a request (it neither
   addresses the listener, ``you``/``please``, nor opens with a request verb, "Give me..."),
 * is not anchored to one moment ("three weeks ago", "last weekend": an event),
+* is not a plan, a wish or a guess before its first value ("I want to watch 1 episode
+  daily", "I'm thinking of 2 sessions a week", "maybe 2-3 hours": ``PLAN_WORDS``),
 * has at most :data:`MAX_WORDS` content words and :data:`MAX_VALUES` distinct values,
 * and holds a *value*: a number (``3``, ``$420``, ``5-6``), a number word (``three``,
   ``twice``, ``single``) or an ordinal (``fifth``); a number next to a month name is a
@@ -38,8 +40,9 @@ earlier statement of the same speaker is an older version when
 (a ``CHANGE_VERBS`` verb right after ``I``/``we``: "I moved to Denver", "I switched
 providers to FiberNest") supersedes an earlier statement of theirs that shares its subject:
 shared content words carrying at least :data:`CHANGE_OVERLAP` of the smaller statement's
-IDF mass (capitalised names left out: they are the values here), and something new named
-(a name or a value the old one lacks). Words of one attribute count as one
+IDF mass (capitalised names left out: they are the values here), the old statement naming
+something a change can replace (a name or a value: "I'm not sure how it works" names
+nothing), and something new named (a name or a value the old one lacks). Words of one attribute count as one
 (``ATTRIBUTE_WORDS``: "live", "apartment", "moved to" are all where one lives).
 
 Candidates are the earlier episodes the BM25 index ranks highest for the new turn (at
@@ -85,6 +88,8 @@ from ..text.lexicon import (
     MOVE_VERBS,
     NUMBER_WORDS,
     PERIOD_WORDS,
+    PLAN_PHRASES,
+    PLAN_WORDS,
     QUESTION_OPENERS,
     REQUEST_VERBS,
     STATEMENT_FIRST_PERSON,
@@ -108,7 +113,8 @@ CHANGE_OVERLAP = 0.5
 #: Event time (seconds) that must separate two statements of a value for the newer to
 #: supersede the older: within one conversation a new value of the same frame is another
 #: item of a list ("100 more points for a free book", then "50 more points for a free
-#: dessert"), not a change. Changes said with a change verb ("I moved to Denver") need no gap.
+#: dessert"), not a change; and a change told twice in one conversation ("since I upgraded
+#: my RAM...") is the same change, not a new one.
 MIN_GAP = 3600.0
 
 _NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
@@ -166,6 +172,16 @@ def _anchored(words: Sequence[str]) -> bool:
         a in DEICTIC_WORDS and b in PERIOD_WORDS for a, b in zip(words, words[1:]))
 
 
+def _planned(words: Sequence[str]) -> bool:
+    """The sentence is a plan, a wish or a guess (the lexicon's ``PLAN_WORDS`` and
+    ``PLAN_PHRASES``) before its first value: "I want to watch 1 episode daily" states no
+    value that holds; "I have two free nights, so I might use them" still does."""
+    first = next((k for k, w in enumerate(words) if _value(w) is not None), len(words))
+    head = words[:first]
+    return bool(PLAN_WORDS.intersection(head)) or any(
+        (a, b) in PLAN_PHRASES for a, b in zip(head, head[1:]))
+
+
 def statements(text: str) -> list[Statement]:
     """The statements of a turn's text (see the module docstring), in order: sentences with
     a value, sentences that say something changed, and (as what a change may replace)
@@ -178,7 +194,8 @@ def statements(text: str) -> list[Statement]:
             continue
         change = _changed(words)
         if not STATEMENT_FIRST_PERSON.intersection(words) or ADDRESSEE_WORDS.intersection(words) \
-                or (words and words[0] in REQUEST_VERBS) or (_anchored(words) and not change):
+                or (words and words[0] in REQUEST_VERBS) or (_anchored(words) and not change) \
+                or _planned(words):
             continue
         names = frozenset(n.lower() for n in _NAME_RE.findall(original.strip()) if n != "I")
         content: list[tuple[int, str]] = []
@@ -230,6 +247,8 @@ def is_update(new: Statement, old: Statement, *, min_shared: int = MIN_SHARED,
         # a change: the same subject, and something new named ("I moved to Denver")
         fn, fo = frame_new - new.names, frame_old - old.names  # names are the values here
         shared = fn & fo
+        if not (old.names or old.values):  # the old sentence names nothing a change replaces
+            return False
         if not shared or not (new.names - old.names or new.values - old.values):
             return False
         return mass(shared, new) / (min(mass(fn, new), mass(fo, old)) or 1.0) >= CHANGE_OVERLAP
@@ -251,9 +270,10 @@ class Reconsolidator(Protocol):
 
 
 class RuleReconsolidator:
-    """The offline rule (:func:`is_update` on every pair of statements); a value restated
-    less than ``min_gap`` seconds of event time after the older turn (both ``ts`` known)
-    supersedes nothing, a change said with a change verb still does.
+    """The offline rule (:func:`is_update` on every pair of statements); a turn less than
+    ``min_gap`` seconds of event time after the older one (both ``ts`` known) supersedes
+    nothing: within one conversation a new value is another item of a list, and a change
+    said again is the same change.
 
     >>> rule = RuleReconsolidator()
     >>> old = {"id": "a", "text": "I need 100 more points for a free book.", "ts": 0.0}
@@ -276,9 +296,10 @@ class RuleReconsolidator:
             theirs = statements(c["text"])
             close = new.get("ts") is not None and c.get("ts") is not None \
                 and new["ts"] - c["ts"] < self.min_gap  # one conversation: a list, not a change
+            if close:  # one conversation: a list, or a change told again, not a new value
+                continue
             if any(is_update(a, b, min_shared=self.min_shared, min_overlap=self.min_overlap,
-                             idf=idf) and not (close and not a.change)
-                   for a in mine for b in theirs):
+                             idf=idf) for a in mine for b in theirs):
                 out.append(c["id"])
         return out
 

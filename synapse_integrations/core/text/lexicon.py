@@ -329,6 +329,15 @@ still now well get got go goes going see like thing things make sure need want k
 thinking planning trying try last next new good great much many able bit kind far interested
 looking curious wondering""".split())
 
+#: A sentence with one of these is a plan, a wish or a guess ("I want to watch 1 episode
+#: daily", "I'm thinking of adding 2 sessions a week", "maybe 2-3 hours"): it states no
+#: value that holds, so it neither replaces nor is replaced (reconsolidation).
+PLAN_WORDS = frozenset("""want wants wanted wanna plan plans planning thinking considering
+hope hoping maybe might could would should wish""".split())
+
+#: ... and so is one with one of these word pairs ("I'll try to dedicate a few hours").
+PLAN_PHRASES = frozenset({("try", "to"), ("trying", "to"), ("going", "to")})
+
 #: A number before one of these is a time of day, not a value.
 CLOCK_WORDS = frozenset({"am", "pm", "a.m", "p.m", "o'clock"})
 
@@ -395,3 +404,10 @@ SECOND_PERSON = re.compile(r"\b(you|you're|you've|you'd|you'll|your|yours|yourse
 #: A sentence in the first person, a prefix "i'" included (sleep's facts,
 #: core/lifecycle/sleep.py). Not :data:`FIRST_PERSON` (no "i'm" as a word, no "myself").
 FACT_FIRST_PERSON = re.compile(r"\b(i|my|me|mine|we|our|us)\b|\bi'", re.I)
+
+
+# --- relative dates in a question (core/text/relative_dates.py) ---
+
+#: Counts said without a number ("a week ago", "a few months ago"); numbers and number
+#: words are :data:`NUMBER_WORDS`.
+VAGUE_COUNTS = {"a": 1, "an": 1, "one": 1, "a few": 3, "few": 3, "several": 3, "a couple of": 2}
