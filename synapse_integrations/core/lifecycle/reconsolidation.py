@@ -86,6 +86,7 @@ from ..text.lexicon import (
     MONTH_NAMES,
     MOVE_DIRECTIONS,
     MOVE_VERBS,
+    NAME_TITLES,
     NUMBER_WORDS,
     PERIOD_WORDS,
     PLAN_PHRASES,
@@ -182,12 +183,29 @@ def _planned(words: Sequence[str]) -> bool:
         (a, b) in PLAN_PHRASES for a, b in zip(head, head[1:]))
 
 
+def _sentences(text: str) -> list[str]:
+    """The sentences of ``text``, a sentence cut after an honorific ("I see Dr. Okafor")
+    joined again.
+
+    >>> _sentences("I see Dr. Okafor now. Fine.")
+    ['I see Dr Okafor now.', ' Fine.']
+    """
+    out: list[str] = []
+    for piece in sentences(text):
+        last = out[-1].rstrip() if out else ""
+        if last.endswith(".") and last[:-1].split()[-1:] and last[:-1].split()[-1] in NAME_TITLES:
+            out[-1] = last[:-1] + " " + piece.lstrip()  # "Dr Okafor": the name is a name
+        else:
+            out.append(piece)
+    return out
+
+
 def statements(text: str) -> list[Statement]:
     """The statements of a turn's text (see the module docstring), in order: sentences with
     a value, sentences that say something changed, and (as what a change may replace)
     other short first-person sentences."""
     out = []
-    for original in sentences(without_any_speaker(text)):
+    for original in _sentences(without_any_speaker(text)):
         sentence = original.lower()
         words = _WORD_RE.findall(sentence)
         if sentence.rstrip().endswith("?") and (not words or words[0] in QUESTION_OPENERS):
