@@ -11,14 +11,20 @@ from synapse_integrations import HashingEmbedder, Synapse, SynapseConfig
 from synapse_integrations.core.graph.graph import Compiled
 from synapse_integrations.core.lifecycle.detectors import Lifecycle
 from synapse_integrations.core.lifecycle.reconsolidation import (
-    LLMReconsolidator, is_update, statements,
-)
-from synapse_integrations.core.signals.versions import (
-    query_tense, rank_recent, rank_versions, settle_versions,
+    LLMReconsolidator,
+    RuleReconsolidator,
+    is_update,
+    statements,
 )
 from synapse_integrations.core.retrieval.passes import Pass, merge_feedback
 from synapse_integrations.core.retrieval.scope import Scope
 from synapse_integrations.core.signals import signal_names
+from synapse_integrations.core.signals.versions import (
+    query_tense,
+    rank_recent,
+    rank_versions,
+    settle_versions,
+)
 from synapse_integrations.errors import ConfigError, InvalidTypeError
 
 OLD = "I've spent around 5-6 hours on my abstract ocean sculpture so far."
@@ -79,6 +85,38 @@ def test_a_change_without_a_number_supersedes(old, new) -> None:
 ])
 def test_what_is_not_a_change(old, new) -> None:
     assert not any(is_update(a, b) for a in statements(new) for b in statements(old))
+
+
+def test_plans_and_wishes_state_no_value() -> None:
+    assert statements("I want to watch 1 Crash Course episode daily.") == []
+    assert statements("I'm thinking of strength training 2 times a week for my core.") == []
+    assert statements("I'll try to dedicate maybe 2-3 hours on the weekends.") == []
+    # a plan after the value leaves the value standing
+    (s,) = statements("I've got enough points for two free nights at Hilton, so I might go.")
+    assert s.values == {"2"}
+
+
+def test_a_change_replaces_only_a_statement_that_names_something() -> None:
+    new = statements("I just replaced my kitchen faucet with a new Moen faucet, it works great.")
+    nothing = statements("I'm not really sure how it works.")
+    named = statements("My kitchen faucet is an old Delta.")
+    assert nothing and named
+    assert not any(is_update(a, b) for a in new for b in nothing)
+    assert any(is_update(a, b) for a in new for b in named)
+
+
+def test_an_honorific_does_not_end_the_sentence() -> None:
+    (new,) = statements("I changed dentists, I see Dr. Okafor now.")
+    assert "okafor" in new.names and new.change
+    assert any(is_update(new, b) for b in statements("My dentist is Dr. Alvarez on Main Street."))
+
+
+def test_a_change_told_again_in_one_conversation_supersedes_nothing() -> None:
+    old = {"id": "a", "text": "My laptop runs on an old Crucial RAM kit.", "ts": 0.0}
+    new = {"id": "b", "text": "I upgraded my laptop RAM to a Kingston kit.", "ts": 2.0}
+    rule = RuleReconsolidator()
+    assert rule.superseded(new, [old]) == []
+    assert rule.superseded({**new, "ts": 2 * 86400.0}, [old]) == ["a"]
 
 
 def test_a_new_value_supersedes_the_old_turn_and_ranks_first(tmp_path) -> None:
