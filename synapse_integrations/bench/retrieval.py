@@ -37,6 +37,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -263,7 +264,9 @@ class CachingEmbedder:
 class BenchQuestion:
     """One question asked of a memory: ``category`` is the key results are reported
     under; ``evidence`` the turn ids recall is measured against (may be empty for a
-    should-refuse question); ``extra`` whatever the benchmark needs to score it."""
+    should-refuse question); ``extra`` whatever the benchmark needs to score it;
+    ``asked_at`` when it is asked (the retrieval's ``at``: relative dates and dates without
+    a year are read against it; None: now)."""
 
     qid: str
     text: str
@@ -271,6 +274,7 @@ class BenchQuestion:
     evidence: tuple[str, ...]
     should_refuse: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+    asked_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -392,7 +396,7 @@ def run_memories(
                     v, embed_ms = qvec[q0.text]
                     t1 = time.perf_counter()
                     mem.retrieve_by_vector(q0.text, v, k=_request_k(ks[-1]),
-                                           config=configs[group[0]])
+                                           config=configs[group[0]], at=q0.asked_at)
                     ms = (time.perf_counter() - t1) * 1000.0 + embed_ms
                     state.first_query_ms.setdefault(group[0], []).append(ms)
                 for m in group:
@@ -401,7 +405,7 @@ def run_memories(
                         v, embed_ms = qvec[q.text]
                         t1 = time.perf_counter()
                         res = mem.retrieve_by_vector(q.text, v, k=_request_k(ks[-1]),
-                                                     config=mcfg)
+                                                     config=mcfg, at=q.asked_at)
                         ms = (time.perf_counter() - t1) * 1000.0 + embed_ms
                         ranked = [it.id for it in res.items if it.kind == "episode"]
                         state.records[m].append(QuestionRecord(

@@ -257,7 +257,8 @@ def run_longmemeval(
                     (BenchQuestion(q.question_id, q.question, q.category, q.evidence,
                                    q.abstention,
                                    {"sessions": q.answer_session_ids,
-                                    "session_of": q.session_of, "newest": _newest(q)}),))
+                                    "session_of": q.session_of, "newest": _newest(q)},
+                                   q.question_date),))
         for q in ds.questions]
     bar = progress(total=len(memories), desc="questions", unit="question") if progress else None
     try:

@@ -26,9 +26,10 @@ Dates are found by dateparser (``search_dates``: many formats, "8th December, 20
 ``DateDataParser``; only expressions holding a digit and a month's name, a year or a
 numeric date count, so "May I ask...", "I marched" or "the 27th parameter" name no date.
 A date without a year ("on March 3rd") is the latest one on or before the question's
-time. Relative dates ("last week", "yesterday") are not read: they need the time the
-question is asked, and on LongMemEval, which has it, they matched the evidence's dates in
-only some questions ("two weeks ago": 17 days before; "last month": 2 days).
+time (``at``). A question without named dates may hold relative ones ("two weeks ago",
+"last month", read against ``at``: :mod:`~synapse_integrations.core.text.relative_dates`):
+they bound the turns that can tell of them from below only, so the turns said before the
+period started are the ones outside it.
 
 The demotions multiply and are one score component, ``focus`` (<= 0), so an item's terms
 still add up.
@@ -73,6 +74,7 @@ from ..graph.roles import role_turns, speaker_names
 from ..kernels.scoring import cosine_without, without_scale
 from ..text.documents import is_name, name_line
 from ..text.lexicon import FIRST_PERSON, MONTH, YOU_SAID
+from ..text.relative_dates import relative_period
 from ..text.subjects import named_subjects
 from ..text.tokens import NUMERIC_DATE, YEAR
 from .base import Candidates, Signal, WriteContext
@@ -240,9 +242,10 @@ def named_dates(query: str, asked_at: float | None = None) -> tuple[float, float
 
 
 def date_scope(view: Any, query: str, asked_at: float | None = None) -> np.ndarray | None:
-    """Episodes of the view said within the dates the question names (None: it names
-    none, or no turn falls within them)."""
-    window = named_dates(query, asked_at)
+    """Episodes of the view said within the dates the question names, or from the start of
+    the period its relative dates name (:func:`~..text.relative_dates.relative_period`);
+    None: it names none, or no turn falls within them."""
+    window = named_dates(query, asked_at) or relative_period(query, asked_at)
     if window is None:
         return None
     ts = view.times()

@@ -411,3 +411,9 @@ FACT_FIRST_PERSON = re.compile(r"\b(i|my|me|mine|we|our|us)\b|\bi'", re.I)
 #: Counts said without a number ("a week ago", "a few months ago"); numbers and number
 #: words are :data:`NUMBER_WORDS`.
 VAGUE_COUNTS = {"a": 1, "an": 1, "one": 1, "a few": 3, "few": 3, "several": 3, "a couple of": 2}
+
+#: Units of time a relative date counts in, each in days (a month and a year on average).
+TIME_UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25}
+
+#: Words that put a unit or a weekday just before now ("last week", "past three months").
+LAST_WORDS = ("last", "past")
