@@ -364,6 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--out", required=True, help="results JSON")
     srv.set_defaults(func=cmd_bench_serve)
 
+    ui = bsub.add_parser("ui", help="the web explorer (serve http --ui) in headless Chromium: "
+                                    "page load and query round trip on a large memory")
+    from .bench.ui import add_ui_args, cmd_bench_ui
+
+    add_ui_args(ui)
+    ui.set_defaults(func=cmd_bench_ui)
+
     from .server.commands import add_commands  # serve, and the operator commands
 
     add_commands(sub)

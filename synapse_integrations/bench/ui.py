@@ -29,7 +29,7 @@ from .metrics import percentiles
 from .serve import ServerProcess
 from .synthetic import synthetic_queries, synthetic_turns
 
-__all__ = ["DEMO_TURNS", "format_ui_table", "main", "run_ui"]
+__all__ = ["DEMO_TURNS", "add_ui_args", "cmd_bench_ui", "format_ui_table", "main", "run_ui"]
 
 KEY = "bench-ui-key"
 NAMESPACE = "bench"
@@ -185,20 +185,30 @@ def format_ui_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m synapse_integrations.bench.ui [--turns N] [--out FILE] [--screenshots DIR]``."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    p.add_argument("--turns", type=int, default=10_000)
-    p.add_argument("--rounds", type=int, default=20, help="timed page loads")
-    p.add_argument("--queries", type=int, default=30, help="timed queries")
+def add_ui_args(p: argparse.ArgumentParser) -> None:
+    """The options of ``synapse bench ui`` (and of ``python -m synapse_integrations.bench.ui``)."""
+    p.add_argument("--turns", type=int, default=10_000, help="turns in the memory (default 10000)")
+    p.add_argument("--rounds", type=int, default=20, help="timed page loads (default 20)")
+    p.add_argument("--queries", type=int, default=30, help="timed queries (default 30)")
     p.add_argument("--out", help="results JSON")
     p.add_argument("--screenshots", metavar="DIR", help="save the views as PNG in DIR")
-    args = p.parse_args(argv)
+
+
+def cmd_bench_ui(args: argparse.Namespace) -> int:
+    """Run the benchmark for parsed :func:`add_ui_args` options; prints the table."""
     results = run_ui(args.turns, rounds=args.rounds, queries=args.queries, screenshots=args.screenshots)
     print(format_ui_table(results))
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m synapse_integrations.bench.ui [--turns N] [--out FILE] [--screenshots DIR]``
+    (the same as ``synapse bench ui``)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    add_ui_args(p)
+    return cmd_bench_ui(p.parse_args(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover
