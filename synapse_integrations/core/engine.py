@@ -420,7 +420,8 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
         ``where``, a condition on the turn metadata in Chroma's ``where`` language
         (``{"topic": "ski"}``, ``{"n": {"$gte": 3}}``, ``{"$or": [...]}``; see
         :mod:`synapse_integrations.core.state.filters`). ``config`` overrides the retrieval
-        settings for this call only (see :meth:`retrieve_by_vector`); ``at``: when it is asked.
+        settings for this call only (see :meth:`retrieve_by_vector`); ``at``: when it is asked
+        (its relative dates, "two weeks ago", are read against it; default now).
 
         Time (docs/concepts.md, "Time and versions"): ``as_of`` reads the memory as it stood
         then: nothing that started later (by event time), replacements made later undone,
