@@ -332,10 +332,11 @@ looking curious wondering""".split())
 #: A sentence with one of these is a plan, a wish or a guess ("I want to watch 1 episode
 #: daily", "I'm thinking of adding 2 sessions a week", "maybe 2-3 hours"): it states no
 #: value that holds, so it neither replaces nor is replaced (reconsolidation).
-PLAN_WORDS = frozenset("""want wants wanted wanna plan plans planning thinking considering
+PLAN_WORDS = frozenset("""want wants wanted wanna planning thinking considering
 hope hoping maybe might could would should wish""".split())
 
-#: ... and so is one with one of these word pairs ("I'll try to dedicate a few hours").
+#: ... and so is one with one of these word pairs ("I'll try to dedicate a few hours"). Not
+#: "plan": it is also a noun ("I changed my mobile plan to Skyline").
 PLAN_PHRASES = frozenset({("try", "to"), ("trying", "to"), ("going", "to")})
 
 #: A number before one of these is a time of day, not a value.
