@@ -59,6 +59,7 @@ from .perf_timing import (
     WARMUP,
     build_memory,
     dispose,
+    ingest_slices,
     make_probes,
     measure_real_model,
     peak_rss_mb,
@@ -153,8 +154,9 @@ def run_perf(
     runs = []
     for n in sizes:
         t0 = time.perf_counter()
+        marks: list[tuple[int, float]] = []
         mem, windows = build_memory(n, seed=seed, embedder=embedder, config=cfg, progress=progress,
-                              desc=f"perf-build-{n}")
+                              desc=f"perf-build-{n}", marks=marks)
         try:
             build_s = time.perf_counter() - t0
             st = mem.stats()
@@ -173,6 +175,7 @@ def run_perf(
                 "retrieve_named_first_ms": {**summary(first_named), "max": round(max(first_named), 4)},
                 "ingest_turns_per_s": real["ingest_turns_per_s"],
                 "consolidate_ms_per_window": round(float(np.mean(windows)), 4) if windows else 0.0,
+                "ingest_slices": ingest_slices(marks),
                 "embed_query_ms": real["embed_query_ms"],
                 "retrieve_text_ms": summary(with_text),
                 "dense_text_ms": summary(dense_text),
@@ -195,6 +198,8 @@ def run_perf(
                 f"{run['first_retrieve_ms']:.0f} ms; naming a speaker p50 "
                 f"{run['retrieve_named_ms']['p50']:.2f} ms (first ask max "
                 f"{run['retrieve_named_first_ms']['max']:.0f} ms)")
+            say(f"{n} episodes, ingest turns/s per slice (synthetic vectors): "
+                + ", ".join(f"{s['to']}: {s['turns_per_s']:.0f}" for s in run["ingest_slices"]))
         finally:
             dispose(mem)
             del mem
@@ -322,6 +327,10 @@ def format_perf_table(results: dict[str, Any]) -> str:
                      f"{pair('dense_only_ms'):>15} {pair('activation_ms'):>15} {ratio:>9.2f} "
                      f"{r['consolidate_ms_per_window']:>13.2f} {r['peak_rss_mb']:>8.0f}")
     for r in runs:
+        if r.get("ingest_slices"):  # perf.json files before issue 52 lack them
+            lines.append(f"{r['nodes']:>8} ingest turns/s per slice (synthetic vectors): "
+                         + ", ".join(f"{s['to']}: {s['turns_per_s']:.0f}"
+                                     for s in r["ingest_slices"]))
         if "first_retrieve_ms" in r:  # older perf.json files lack it
             lines.append(f"{r['nodes']:>8} first query after the build: "
                          f"{r['first_retrieve_ms']:.1f} ms")

@@ -26,7 +26,8 @@ from ..types import VectorWrite, WindowReport
 from .metrics import percentiles
 from .synthetic import synthetic_queries, synthetic_turns
 
-__all__ = ["WARMUP", "Probe", "WindowTimes", "build_memory", "dispose", "make_probes",
+__all__ = ["SLICE_TURNS", "WARMUP", "Probe", "WindowTimes", "build_memory", "dispose",
+           "ingest_slices", "make_probes",
            "measure_real_model", "peak_rss_mb", "summary", "time_activation", "time_dense",
            "time_models", "time_named", "time_queries", "time_retrieve", "time_with_encoder"]
 
@@ -63,11 +64,38 @@ class WindowTimes:
         self._open = []
 
 
+#: Turns per slice of a build whose ingest throughput is reported (``ingest_slices``).
+SLICE_TURNS = 10_000
+
+
+def ingest_slices(marks: Sequence[tuple[int, float]], size: int = SLICE_TURNS
+                  ) -> list[dict[str, float]]:
+    """Turns/s per slice of about ``size`` turns, from the ``(turns written so far, seconds
+    so far)`` marks of a build (one per ``add_turns`` call): a slice ends at the first mark
+    that reaches the next multiple of ``size`` (or at the last mark).
+
+    >>> ingest_slices([(5, 1.0), (10, 3.0), (15, 4.0)], size=10)
+    [{'to': 10, 'turns': 10, 'seconds': 3.0, 'turns_per_s': 3.333}, {'to': 15, 'turns': 5, 'seconds': 1.0, 'turns_per_s': 5.0}]
+    """
+    out: list[dict[str, float]] = []
+    start_n, start_t = 0, 0.0
+    for k, (n, t) in enumerate(marks):
+        if n >= start_n - start_n % size + size or (k == len(marks) - 1 and n > start_n):
+            dt = t - start_t
+            out.append({"to": n, "turns": n - start_n, "seconds": round(dt, 4),
+                        "turns_per_s": round((n - start_n) / dt, 3) if dt > 0 else 0.0})
+            start_n, start_t = n, t
+    return out
+
+
 def build_memory(n: int, *, seed: int, embedder: Any, config: SynapseConfig,
            progress: Callable[..., Any] | None, desc: str,
-           turns: list[dict[str, Any]] | None = None) -> tuple[Any, list[float]]:
+           turns: list[dict[str, Any]] | None = None,
+           marks: list[tuple[int, float]] | None = None) -> tuple[Any, list[float]]:
     """A fresh throwaway memory holding ``n`` synthetic turns (consolidated); returns it and
-    the consolidation times (ms) of the windows in the last tenth of the build."""
+    the consolidation times (ms) of the windows in the last tenth of the build. ``marks``,
+    when given, receives ``(turns written, seconds since the first write)`` after each
+    ``add_turns`` call (:func:`ingest_slices` reads them)."""
     from ..core.engine import Synapse
     from ..storage.chroma import ephemeral_client
 
@@ -81,10 +109,13 @@ def build_memory(n: int, *, seed: int, embedder: Any, config: SynapseConfig,
     bar = progress(total=len(turns), desc=desc) if progress else None
     try:
         last_tenth = len(turns) - max(len(turns) // 10, interval)
+        t0 = time.perf_counter()
         for s in range(0, len(turns), chunk):
             part = turns[s:s + chunk]
             times.record = s + len(part) > last_tenth
             mem.add_turns(part)  # episodes in one write, concepts in one write at the end
+            if marks is not None:
+                marks.append((s + len(part), time.perf_counter() - t0))
             times.end_call()
             if bar is not None:
                 bar.update(len(part))

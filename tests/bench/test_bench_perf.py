@@ -16,7 +16,7 @@ from synapse_integrations.bench.perf import (
     synthetic_turns,
 )
 from synapse_integrations.bench.perf_timing import WindowTimes as _WindowTimes
-from synapse_integrations.bench.perf_timing import peak_rss_mb
+from synapse_integrations.bench.perf_timing import ingest_slices, peak_rss_mb
 from synapse_integrations.cli import main
 from synapse_integrations.core.ingest.extraction import OfflineExtractor
 from synapse_integrations.types import Turn, VectorWrite, WindowReport
@@ -24,7 +24,8 @@ from synapse_integrations.types import Turn, VectorWrite, WindowReport
 RUN_KEYS = {"nodes", "edges", "synthetic", "retrieve_ms", "dense_only_ms", "activation_ms",
             "retrieve_named_ms", "retrieve_named_first_ms", "first_retrieve_ms",
             "ingest_turns_per_s", "consolidate_ms_per_window", "embed_query_ms", "peak_rss_mb",
-            "ratio_with_query_embedding_p50", "retrieve_text_ms", "dense_text_ms"}
+            "ratio_with_query_embedding_p50", "retrieve_text_ms", "dense_text_ms",
+            "ingest_slices"}
 LATENCIES = ("retrieve_ms", "dense_only_ms", "activation_ms", "retrieve_named_ms")
 
 
@@ -54,6 +55,11 @@ def check_perf_json(res: dict, sizes: list[int]) -> None:
         e = r["embed_query_ms"]
         assert r["ratio_with_query_embedding_p50"] == pytest.approx(
             (e + r["retrieve_ms"]["p50"]) / (e + r["dense_only_ms"]["p50"]), abs=1e-3)
+        # the build's ingest throughput per slice: the slices cover the build, in order
+        slices = r["ingest_slices"]
+        assert [s["to"] for s in slices] == sorted(s["to"] for s in slices)
+        assert slices[-1]["to"] == r["nodes"] and sum(s["turns"] for s in slices) == r["nodes"]
+        assert all(s["turns_per_s"] > 0.0 for s in slices)
     # measured once per invocation (documented): the same in every run
     assert len({r["ingest_turns_per_s"] for r in res["runs"]}) == 1
     assert res["runs"][-1]["peak_rss_mb"] >= res["runs"][0]["peak_rss_mb"]
@@ -245,3 +251,16 @@ def test_bench_perf_cli_end_to_end(tmp_path, capsys) -> None:
     printed = capsys.readouterr().out
     assert "synthetic" in printed and "turns/s" in printed
     assert (tmp_path / "plots" / "perf_latency.png").stat().st_size > 1000
+
+
+def test_ingest_slices_cut_the_build_at_each_multiple_of_the_slice():
+    # marks after each add_turns call: (turns so far, seconds so far)
+    marks = [(4, 1.0), (8, 2.0), (12, 5.0), (16, 6.0), (18, 8.0)]
+    got = ingest_slices(marks, size=10)
+    # 0..12 in 5 s (the first mark at or past 10), 12..18 in 3 s (the last mark)
+    assert got == [{"to": 12, "turns": 12, "seconds": 5.0, "turns_per_s": 2.4},
+                   {"to": 18, "turns": 6, "seconds": 3.0, "turns_per_s": 2.0}]
+    assert ingest_slices([], size=10) == []
+    assert ingest_slices([(10, 2.0), (20, 6.0)], size=10) == [
+        {"to": 10, "turns": 10, "seconds": 2.0, "turns_per_s": 5.0},
+        {"to": 20, "turns": 10, "seconds": 4.0, "turns_per_s": 2.5}]
