@@ -439,7 +439,7 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
         check_query(query)
         k = check_k((config or self.config).top_k if k is None else k)
         scope = scope_of(kinds, speakers, since, until, where)  # checked before embedding
-        timeline_of(as_of, current_only)
+        timeline_of(as_of, current_only, at)
         q = self._embedder.embed_query(query)
         return self.retrieve_by_vector(query, q, k=k, config=config, kinds=kinds,
                                        speakers=speakers, since=since, until=until, where=where,
@@ -472,13 +472,12 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
         cfg = self.config.query_override(config)  # a graph-time change: ConfigError
         k = cfg.top_k if k is None else k
         kinds, flt = _scope or scope_of(kinds, speakers, since, until, where)
-        timeline = timeline_of(as_of, current_only)
-        asked_at = timeline.as_of if at is None else to_epoch(at)
+        timeline = timeline_of(as_of, current_only, at)
         with self._working():
             state = self._open_state()
             self._sync(best_effort=True)
             qv = query_vector(q, state.graph.dim) if len(state.graph) else np.asarray(q, np.float32)
-            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=asked_at,
+            out = self._retriever.run(query, qv, k, cfg, kinds=kinds, flt=flt, at=timeline.at,
                                       timeline=timeline)
             for activated in out.activated:  # what a read records: dormancy, model's spikes
                 self._consolidator.dormancy.observe(activated)

@@ -48,6 +48,8 @@ class RetrieveIn(_In):
     config: Optional[dict[str, Any]] = Field(None, description="retrieval settings for this call")
     as_of: Time = Field(None, description="read the memory as it stood then (event time)")
     current_only: bool = Field(False, description="hide versions replaced by then")
+    at: Time = Field(None, description="when the question is asked: its relative dates ('last "
+                                       "week') are read against it (default: as_of, else now)")
 
 
 class ForgetIn(_In):

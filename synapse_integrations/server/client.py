@@ -133,7 +133,7 @@ class RemoteMemory(ServerConnection):
 
     def _retrieve_body(self, query: Any, k: Any, config: Any, kinds: Any, speakers: Any,
                        since: Any, until: Any, where: Any, as_of: Any = None,
-                       current_only: Any = False) -> dict[str, Any]:
+                       current_only: Any = False, at: Any = None) -> dict[str, Any]:
         if not isinstance(query, str):
             raise InvalidTypeError(f"query must be a str, got {type(query).__name__}")
         if isinstance(kinds, str):
@@ -141,7 +141,8 @@ class RemoteMemory(ServerConnection):
         body: dict[str, Any] = {"query": query, "k": k, "kinds": list(kinds),
                                 "speakers": list(speakers) if isinstance(speakers, (list, tuple)) else speakers,
                                 "since": _time(since), "until": _time(until), "where": where,
-                                "as_of": _time(as_of), "current_only": current_only}
+                                "as_of": _time(as_of), "current_only": current_only,
+                                "at": _time(at)}
         if config is not None:
             if not isinstance(config, SynapseConfig):
                 raise InvalidTypeError(f"config must be a SynapseConfig, got {type(config).__name__}")
@@ -201,18 +202,18 @@ class RemoteMemory(ServerConnection):
     def retrieve(self, query: str, k: int | None = None, *, config: SynapseConfig | None = None,
                  kinds: Sequence[str] = _DEFAULT_KINDS, speakers: Any = None, since: Any = None,
                  until: Any = None, where: Mapping[str, Any] | None = None, as_of: Any = None,
-                 current_only: bool = False) -> RetrievalResult:
+                 current_only: bool = False, at: Any = None) -> RetrievalResult:
         """Rank memories for ``query`` (same arguments and result as ``Synapse.retrieve``)."""
         body = self._retrieve_body(query, k, config, kinds, speakers, since, until, where,
-                                   as_of, current_only)
+                                   as_of, current_only, at)
         return wire.result_from_wire(self._call("POST", "retrieve", json=body))
 
     async def aretrieve(self, query: str, k: int | None = None, *, config: SynapseConfig | None = None,
                         kinds: Sequence[str] = _DEFAULT_KINDS, speakers: Any = None, since: Any = None,
                         until: Any = None, where: Mapping[str, Any] | None = None, as_of: Any = None,
-                        current_only: bool = False) -> RetrievalResult:
+                        current_only: bool = False, at: Any = None) -> RetrievalResult:
         body = self._retrieve_body(query, k, config, kinds, speakers, since, until, where,
-                                   as_of, current_only)
+                                   as_of, current_only, at)
         return wire.result_from_wire(await self._acall("POST", "retrieve", json=body))
 
     def retrieve_explained(self, query: str, k: int | None = None, **kwargs: Any) -> dict[str, Any]:

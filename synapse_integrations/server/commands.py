@@ -98,7 +98,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         out = target.retrieve(args.query, args.k, speakers=args.speaker or None, since=args.since,
                               until=args.until, where=_json_arg(args.where, "--where"),
                               kinds=("episode", "concept") if args.concepts else ("episode",),
-                              as_of=args.as_of, current_only=args.current_only)
+                              as_of=args.as_of, current_only=args.current_only, at=args.at)
     if args.json:
         _print_json(out)
         return 0
@@ -440,6 +440,8 @@ def add_commands(sub: Any) -> None:
     query.add_argument("--where", help='JSON filter on metadata, e.g. \'{"topic": "ski"}\'')
     query.add_argument("--concepts", action="store_true", help="return concept nodes too")
     query.add_argument("--as-of", help="read the memory as it stood then (ISO 8601 or epoch seconds)")
+    query.add_argument("--at", help="when the question is asked: its relative dates ('last week') "
+                                    "are read against it (default: --as-of, else now)")
     query.add_argument("--current-only", action="store_true", help="leave out replaced versions")
     query.set_defaults(func=_wrap(cmd_query))
 

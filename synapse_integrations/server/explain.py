@@ -244,7 +244,7 @@ def router(svc: MemoryService) -> Any:
         return explain(svc, namespace_of(namespace), body.query, body.k, kinds=tuple(body.kinds),
                        speakers=body.speakers, since=body.since, until=body.until,
                        where=body.where, config=body.config, as_of=body.as_of,
-                       current_only=body.current_only)
+                       current_only=body.current_only, at=body.at)
 
     @r.post("/namespaces/{namespace}/forget/preview")
     def post_preview(namespace: str, body: PreviewIn) -> dict[str, Any]:

@@ -179,19 +179,22 @@ def create_mcp_server(service: MemoryService, *, name: str = "synapse-memory",
                  since: Union[str, float, None] = None, until: Union[str, float, None] = None,
                  where: Optional[dict[str, Any]] = None, include_concepts: bool = False,
                  include_rejected: bool = False, as_of: Union[str, float, None] = None,
-                 current_only: bool = False) -> dict[str, Any]:
+                 current_only: bool = False, at: Union[str, float, None] = None) -> dict[str, Any]:
         """Recall memories relevant to `query`, best first, each with its score components,
         activation path and the concepts that led to it. Filters: `speakers`, event time
         in [since, until), `where` on metadata (Chroma style: {"topic": "ski"},
         {"n": {"$gte": 3}}). `as_of` (ISO date or epoch seconds) reads the memory as it
         stood then; `current_only=true` leaves out versions replaced by a later one (by
         default they come right below what replaced them, with `superseded_by`, `valid_from`
-        and `valid_until`). `gate.decision` is 'rejected' when memory holds nothing
+        and `valid_until`). `at` (ISO date or epoch seconds): when the question is asked,
+        so "last week" in it is read against that time (default: `as_of`, else now).
+        `gate.decision` is 'rejected' when memory holds nothing
         relevant; `gate.reason` says why, and `items` is then empty (`withheld` counts the
         memories ranked anyway; include_rejected=true lists them, for inspection only)."""
         return svc.retrieve(namespace, query, k, speakers=speakers, since=since, until=until,
                             where=where, kinds=("episode", "concept") if include_concepts else ("episode",),
-                            for_model=not include_rejected, as_of=as_of, current_only=current_only)
+                            for_model=not include_rejected, as_of=as_of, current_only=current_only,
+                            at=at)
 
     @server.tool()
     @_tool

@@ -336,7 +336,7 @@ def _routes(r: APIRouter, svc: MemoryService) -> None:
         return svc.retrieve(_ns(namespace), body.query, body.k, kinds=tuple(body.kinds),
                             speakers=body.speakers, since=body.since, until=body.until,
                             where=body.where, config=body.config, as_of=body.as_of,
-                            current_only=body.current_only)
+                            current_only=body.current_only, at=body.at)
 
     @r.post("/namespaces/{namespace}/forget", response_model=RemovedOut, tags=tag)
     def forget(namespace: str, body: ForgetIn) -> dict[str, Any]:

@@ -352,20 +352,21 @@ class MemoryService:
     def retrieve_result(self, namespace: Any, query: Any, k: Any = None, *, kinds: Any = None,
                         speakers: Any = None, since: Any = None, until: Any = None,
                         where: Any = None, config: Any = None, as_of: Any = None,
-                        current_only: Any = False) -> tuple[RetrievalResult, SynapseConfig]:
+                        current_only: Any = False, at: Any = None
+                        ) -> tuple[RetrievalResult, SynapseConfig]:
         """The engine's :class:`RetrievalResult` and the config it ran with."""
         with self.lease(namespace) as engine:
             cfg = retrieval_config(engine.config, config)
             result = engine.retrieve(query, k, config=cfg if config is not None else None,
                                      kinds=("episode",) if kinds is None else kinds,
                                      speakers=speakers, since=since, until=until, where=where,
-                                     as_of=as_of, current_only=current_only)
+                                     as_of=as_of, current_only=current_only, at=at)
         return result, cfg
 
     def retrieve(self, namespace: Any, query: Any, k: Any = None, *, for_model: bool = False,
                  **kwargs: Any) -> dict[str, Any]:
         """Rank memories for ``query`` with the filters (``speakers``, ``since``, ``until``,
-        ``where``), the moment (``as_of``, ``current_only``) and the gate's decision and
+        ``where``), the moment (``as_of``, ``current_only``, ``at``) and the gate's decision and
         reason (see :func:`.wire.result_to_wire`; ``for_model``: no items when the gate
         rejects)."""
         result, cfg = self.retrieve_result(namespace, query, k, **kwargs)

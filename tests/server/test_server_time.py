@@ -76,11 +76,13 @@ def test_bad_time_input_is_a_4xx_and_changes_nothing(server):
     with httpx.Client(base_url=f"{server.url}/v1/namespaces/time-3") as http:
         bad = [http.post("/retrieve", json={"query": Q, "as_of": "not a date"}),
                http.post("/retrieve", json={"query": Q, "current_only": "often"}),
+               http.post("/retrieve", json={"query": Q, "at": "last Tuesday"}),
                http.post("/supersede", json={"old_id": "f0", "new_id": "lisbon"}),  # linked
                http.post("/supersede", json={"old_id": "f0"}),
                http.get("/memories/nope/history")]
-    assert [r.status_code for r in bad] == [400, 422, 400, 422, 404]
-    assert "already linked" in bad[2].json()["error"]["message"]
+    assert [r.status_code for r in bad] == [400, 422, 400, 400, 422, 404]
+    assert bad[2].json()["error"]["message"].startswith("at: ")
+    assert "already linked" in bad[3].json()["error"]["message"]
     with pytest.raises(InvalidInputError):
         remote.supersede("f1", "f1")
     with pytest.raises(NodeNotFoundError):
@@ -125,3 +127,42 @@ def test_cli_query_as_of_history_and_an_export_that_keeps_the_links(tmp_path, ca
         assert [v["id"] for v in b.history("lisbon")] == ["porto", "lisbon"]
         assert b.history("lisbon")[0].get("archived") is True
         assert b.get("porto", include_archived=True)["superseded_at"] == lines["lisbon"]["timestamp"]
+
+
+#: Two turns that say nearly the same thing, five months apart: which one "last month" means
+#: depends on when the question is asked (``at``; relative dates, docs/concepts.md).
+CLEANED = [{"text": "I cleaned my white sneakers with baking soda.", "speaker": "user",
+            "id": "old", "timestamp": "2023-01-05T10:00:00Z"},
+           {"text": "I cleaned my white sneakers and the suede boots.", "speaker": "user",
+            "id": "new", "timestamp": "2023-05-27T10:00:00Z"}]
+CLEAN_Q = "Which shoes did I clean last month?"
+
+
+def test_at_reads_relative_dates_against_the_time_asked_on_every_surface(server, tmp_path, capsys):
+    remote = RemoteMemory(server.url, "time-at")
+    remote.add_turns(CLEANED)
+    with Synapse(tmp_path / "local", namespace="time-at", embedder=HashingEmbedder()) as local:
+        local.add_turns(CLEANED)
+        for at, first in (("2023-05-30", "new"), ("2023-01-20T00:00:00Z", "old")):
+            assert [it.id for it in remote.retrieve(CLEAN_Q, k=2, at=at).items] == \
+                [it.id for it in local.retrieve(CLEAN_Q, k=2, at=at).items]
+            assert remote.retrieve(CLEAN_Q, k=2, at=at).items[0].id == first
+        # as_of alone sets the time asked too; an explicit at wins over it
+        assert local.retrieve(CLEAN_Q, k=2, as_of="2023-01-20").items[0].id == "old"
+        assert local.retrieve(CLEAN_Q, k=2, as_of="2023-06-01", at="2023-01-20").items[0].id == "old"
+    remote.close()
+    common = ["--path", str(tmp_path / "local"), "--namespace", "time-at", "--embedder", "hashing"]
+    for at, first in (("2023-05-30", "new"), ("2023-01-20", "old")):
+        assert main(["query", CLEAN_Q, "--at", at, "--json", *common]) == 0
+        assert json.loads(capsys.readouterr().out)["items"][0]["id"] == first
+
+
+async def test_mcp_retrieve_takes_the_time_asked(tmp_path):
+    with Synapse(tmp_path / "mem", namespace="u1", embedder=HashingEmbedder()) as mem:
+        mem.add_turns(CLEANED)
+    async with stdio_session(tmp_path / "mem") as session:
+        for at, first in (("2023-05-30", "new"), ("2023-01-20", "old")):
+            got = await call(session, "retrieve", namespace="u1", query=CLEAN_Q, at=at,
+                             include_rejected=True)
+            assert got["items"][0]["id"] == first
+        assert "at: " in await error(session, "retrieve", namespace="u1", query=CLEAN_Q, at="soon")

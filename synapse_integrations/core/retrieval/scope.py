@@ -27,22 +27,28 @@ KINDS = ("episode", "concept")
 @dataclass(frozen=True)
 class Timeline:
     """The moment a query reads: the memory ``as_of`` a time (epoch seconds; None: now),
-    and whether replaced versions are hidden (``current_only``)."""
+    whether replaced versions are hidden (``current_only``), and when the question is asked
+    (``at``: its relative dates are read against it; None: now; it defaults to ``as_of``)."""
 
     as_of: float | None = None
     current_only: bool = False
+    at: float | None = None
 
 
-def timeline_of(as_of: Any, current_only: Any) -> Timeline:
+def _epoch(value: Any, name: str) -> float | None:
+    try:
+        return None if value is None else to_epoch(value)
+    except SynapseError as exc:  # name the argument: "as_of: timestamp 'last month' is not ..."
+        raise type(exc)(f"{name}: {exc}") from None
+
+
+def timeline_of(as_of: Any, current_only: Any, at: Any = None) -> Timeline:
     """A validated :class:`Timeline` (errors name the bad argument)."""
     if not isinstance(current_only, bool):
         raise InvalidTypeError(f"current_only must be a bool, got {type(current_only).__name__}")
-    if as_of is None:
-        return Timeline(None, current_only)
-    try:
-        return Timeline(to_epoch(as_of), current_only)
-    except SynapseError as exc:  # name the argument: "as_of: timestamp 'last month' is not ..."
-        raise type(exc)(f"as_of: {exc}") from None
+    when = _epoch(as_of, "as_of")
+    asked = _epoch(at, "at")
+    return Timeline(when, current_only, when if asked is None else asked)
 
 
 @dataclass(frozen=True)
