@@ -30,8 +30,8 @@ import networkx as nx
 import numpy as np
 
 from ...errors import NodeNotFoundError, SnapshotError
-from ..kernels.scoring import pagerank_scores
 from .compiling import ViewDelta, attribute_reader, build_view, extend_view
+from .ranks import PendingRank, Ranks
 from .view import Compiled
 
 __all__ = ["EDGE_KINDS", "FACT_TYPE", "NOT_ENTITY_TYPES", "Compiled", "MemoryGraph", "temporal_weight"]
@@ -84,7 +84,7 @@ class MemoryGraph:
         # archived node id -> {"node": attrs, "edges": [[u, v, attrs], ...]}; the vectors of
         # archived nodes live in the namespace's archive collection in Chroma
         self.archive: dict[str, dict[str, Any]] = {}
-        self.pagerank: dict[str, float] = {}
+        self._ranks = Ranks()  # the PageRank, and a refresh not computed yet (.ranks)
         # learned weights of derived graphs: {graph name: {(src id, dst id): weight}}
         self.learned: dict[str, dict[tuple[str, str], float]] = {}
         self._seq = 0
@@ -113,6 +113,16 @@ class MemoryGraph:
             return self.g.nodes[node_id]
         except KeyError:
             raise NodeNotFoundError(f"no memory with id {node_id!r}") from None
+
+    @property
+    def pagerank(self) -> dict[str, float]:
+        """The cached, max-normalised PageRank (id -> score); a deferred refresh
+        (:meth:`defer_pagerank`) is computed here, on the graph as it stood then."""
+        return self._ranks.read(self._compiled)
+
+    @pagerank.setter
+    def pagerank(self, values: dict[str, float]) -> None:
+        self._ranks.due, self._ranks.values = None, values
 
     def set_attributes(self, node_id: str, **attrs: Any) -> None:
         """Set node attributes; the compiled view is kept when it has not taken the node in
@@ -273,6 +283,7 @@ class MemoryGraph:
         compiled view, when there is one, is updated in place instead of rebuilt. Returns
         the number of edges changed; edges that do not exist are skipped."""
         changed: list[tuple[str, str, float]] = []
+        _ = self.pagerank  # a deferred refresh reads the weights before they change
         for (u, v), w in zip(edges, weights):
             if self.g.has_edge(u, v):
                 self.g.edges[u, v].update(weight=float(w), learned=True)
@@ -425,12 +436,14 @@ class MemoryGraph:
         return self._compiled
 
     def refresh_pagerank(self, *, damping: float) -> None:
-        """Recompute the cached, max-normalised PageRank (done at consolidation)."""
-        c = self.compiled()
-        scores = np.asarray(pagerank_scores(c.src, c.dst, c.weight, c.n, damping=damping),
-                            dtype=np.float64)
-        self.pagerank = {n: float(s) for n, s in zip(c.ids, scores)}
-        c.aligned(self.pagerank, scores)  # the scores are in the view's order already
+        """Recompute the cached, max-normalised PageRank now."""
+        self.defer_pagerank(damping=damping)
+        _ = self.pagerank
+
+    def defer_pagerank(self, *, damping: float) -> None:
+        """Refresh the cached PageRank on the graph as it stands now, computed when first
+        read (:class:`~.ranks.PendingRank`): writes in a row pay for it once."""
+        self._ranks.due = PendingRank(self.compiled(), damping=damping)
 
     def pagerank_array(self, ids_idx: np.ndarray) -> np.ndarray:
         """Cached PageRank of compiled positions ``ids_idx`` (0 for nodes added since the

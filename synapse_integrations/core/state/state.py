@@ -452,9 +452,13 @@ class MemoryState(StateReads):
         self.stale_pagerank = False
 
     def refresh_pagerank_if_stale(self) -> None:
-        """Recompute PageRank once after the graph changed (consolidation, archive)."""
+        """Refresh PageRank once after the graph changed (consolidation, archive): on the
+        graph as it stands now, computed when it is first read (a query, a snapshot), so
+        that a bulk import pays for it once, not once per chunk
+        (:meth:`~..graph.graph.MemoryGraph.defer_pagerank`)."""
         if self.stale_pagerank:
-            self.refresh_pagerank()
+            self.graph.defer_pagerank(damping=self.config.pagerank_damping)
+            self.stale_pagerank = False
 
     # ------------------------------------------------------------------------------------
     # snapshots
