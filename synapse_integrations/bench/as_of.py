@@ -1,9 +1,13 @@
 """The ``as_of`` probe set: questions whose answer changed, asked before and after the
-change, in real LoCoMo conversations (issue 50).
+change, in real LoCoMo conversations and LongMemEval haystacks (issue 50).
 
-Each knowledge-update probe of the probe file (an older and a newer statement of one
-attribute inserted into a real conversation, sessions apart: :mod:`.probes`) is asked
-three ways of the ``synapse`` engine:
+The questions are each knowledge-update probe of the probe file (an older and a newer
+statement of one attribute inserted into a real conversation, sessions apart:
+:mod:`.probes`) and each LongMemEval knowledge-update question whose evidence turns were
+said on different days (:func:`longmemeval_updates`: the earliest evidence turn is the
+older version, the latest the newer; a question about the earlier value, "What was my
+previous goal...", is left out: its right answer does not change with time). Each is
+asked three ways of the ``synapse`` engine:
 
 * **before**: ``as_of`` halfway between the two statements' event times. The right
   version is the older one;
@@ -29,8 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.state.validation import to_epoch
+from ..core.text.lexicon import PAST_CUES
 
-__all__ = ["AS_OF_VARIANTS", "DEPTH", "ask_memory", "format_as_of", "run_as_of"]
+__all__ = ["AS_OF_VARIANTS", "DEPTH", "ask_memory", "format_as_of", "longmemeval_updates",
+           "run_as_of"]
 
 #: How many episodes each question ranks.
 DEPTH = 10
@@ -68,6 +74,27 @@ def ask_memory(mem: Any, questions: Sequence[Any], times: Mapping[str, float]) -
                     "before": _score(_asked(mem, q.text, as_of=mid), old, new),
                     "after": _score(_asked(mem, q.text), new, old),
                     "current_only": _score(_asked(mem, q.text, current_only=True), new, old)})
+    return out
+
+
+def longmemeval_updates(path: Any) -> list[Any]:
+    """The LongMemEval knowledge-update questions of the file at ``path`` whose answer
+    changed (module docstring), one memory each, as :func:`run_as_of` asks them."""
+    from .longmemeval import load_longmemeval
+    from .retrieval import BenchMemory, BenchQuestion
+
+    out = []
+    for q in load_longmemeval(path, types=["knowledge-update"]).questions:
+        when = {t.id: to_epoch(t.timestamp) for t in q.turns}
+        ev = sorted((e for e in q.evidence if e in when), key=lambda e: when[e])
+        if q.abstention or q.evidence_source != "has_answer" or len(ev) < 2 \
+                or when[ev[-1]] - when[ev[0]] < 86400 \
+                or PAST_CUES.search(q.question):
+            continue
+        turns = tuple({"text": t.text, "speaker": t.role, "timestamp": t.timestamp, "id": t.id}
+                      for t in q.turns)
+        out.append(BenchMemory(q.question_id, turns, (BenchQuestion(
+            q.question_id, q.question, q.category, tuple(ev), extra={"older": ev[0], "newer": ev[-1]}),)))
     return out
 
 
@@ -114,12 +141,12 @@ def run_as_of(memories: Sequence[Any], embedder: Any, *, config: Any = None,
     return out
 
 
-def format_as_of(results: Mapping[str, Any]) -> str:
-    """One line per variant (percentages)."""
+def format_as_of(results: Mapping[str, Any], where: str = "LoCoMo") -> str:
+    """One line per variant (percentages); ``where``: the data the questions come from."""
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:.1f}"
 
-    lines = [f"as_of probes (%; {next(iter(results.values()))['n']} changed facts, each asked "
+    lines = [f"as_of probes, {where} (%; {next(iter(results.values()))['n']} changed facts, each asked "
              "before and after): right version above the wrong one / first of all; wrong one "
              "absent under current_only"]
     for variant, r in results.items():

@@ -308,11 +308,15 @@ def format_probes_table(results: dict[str, Any]) -> str:
 
 
 def cmd_bench_probes(args: argparse.Namespace) -> int:
-    from .baselines import is_baseline
-    from .haystack_never_said import HAYSTACK_METHODS, format_haystack_table, \
-        run_haystack_never_said
-    from .probes import PROBE_METHODS, run_probes
     from ..errors import InvalidInputError
+    from .as_of import format_as_of, longmemeval_updates, run_as_of
+    from .baselines import is_baseline
+    from .haystack_never_said import (
+        HAYSTACK_METHODS,
+        format_haystack_table,
+        run_haystack_never_said,
+    )
+    from .probes import PROBE_METHODS, run_probes
 
     if not args.locomo and not args.longmemeval:
         raise InvalidInputError("bench probes needs --locomo FILE, --longmemeval FILE or both")
@@ -329,6 +333,9 @@ def cmd_bench_probes(args: argparse.Namespace) -> int:
         results["haystack_never_said"] = run_haystack_never_said(
             args.longmemeval, data=args.haystack_probes, methods=engine, embedder=embedder,
             progress=_tqdm_factory(not args.no_progress))
+        if "synapse" in (args.methods or PROBE_METHODS):  # changed facts, asked before and after
+            results["as_of_longmemeval"] = run_as_of(longmemeval_updates(args.longmemeval), embedder,
+                                                     progress=_tqdm_factory(not args.no_progress))
     from .supersession import PAIRS_FILE, format_supersession, run_supersession
 
     if PAIRS_FILE.exists():  # the labelled supersession set (a source checkout), on dev data
@@ -339,11 +346,11 @@ def cmd_bench_probes(args: argparse.Namespace) -> int:
     if args.locomo:
         print(format_probes_table(results))
         if "as_of" in results:
-            from .as_of import format_as_of
-
             print(format_as_of(results["as_of"]))
     if args.longmemeval:
         print(format_haystack_table(results["haystack_never_said"]))
+        if "as_of_longmemeval" in results:
+            print(format_as_of(results["as_of_longmemeval"], "LongMemEval knowledge updates"))
     if "supersession" in results:
         print(format_supersession(results["supersession"]))
     print(f"wrote {args.out} ({time.perf_counter() - t0:.0f}s)")
