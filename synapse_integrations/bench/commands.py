@@ -333,8 +333,9 @@ def cmd_bench_probes(args: argparse.Namespace) -> int:
         results["haystack_never_said"] = run_haystack_never_said(
             args.longmemeval, data=args.haystack_probes, methods=engine, embedder=embedder,
             progress=_tqdm_factory(not args.no_progress))
-        if "synapse" in (args.methods or PROBE_METHODS):  # changed facts, asked before and after
-            results["as_of_longmemeval"] = run_as_of(longmemeval_updates(args.longmemeval), embedder,
+        updates = longmemeval_updates(args.longmemeval)  # changed facts, asked before and after
+        if updates and "synapse" in (args.methods or PROBE_METHODS):
+            results["as_of_longmemeval"] = run_as_of(updates, embedder,
                                                      progress=_tqdm_factory(not args.no_progress))
     from .supersession import PAIRS_FILE, format_supersession, run_supersession
 
