@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any, Optional
-from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,9 +23,10 @@ from ..core.graph.graph import FACT_TYPE
 from ..core.lifecycle import forgetting
 from ..core.state.filters import Filter
 from ..core.state.validation import namespace_dirname
-from ..errors import InvalidInputError, InvalidTypeError, NamespaceError
+from ..errors import InvalidInputError, InvalidTypeError
 from . import wire
 from .bodies import RetrieveIn
+from .rest_paths import namespace_of
 from .service import MAX_PAGE, MemoryService
 
 __all__ = ["MAX_GRAPH_NODES", "PreviewIn", "explain", "forget_preview", "namespace_of", "overview", "router",
@@ -207,14 +207,6 @@ class PreviewIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     ids: list[str]
-
-
-def namespace_of(segment: str) -> str:
-    """The namespace a raw (percent-encoded) path segment names."""
-    try:
-        return unquote(segment, errors="strict")
-    except UnicodeDecodeError:
-        raise NamespaceError("the namespace in the URL is not percent-encoded UTF-8") from None
 
 
 def router(svc: MemoryService) -> Any:

@@ -57,7 +57,6 @@ from typing import Any, Optional
 from urllib.parse import unquote
 
 from .._adapter_utils import require
-from ..errors import NamespaceError
 from . import wire
 from .access import AccessDeniedError, KeyRing, key_ring
 from .middleware import (
@@ -71,6 +70,7 @@ from .middleware import (
     key_matches,
     key_of,
 )
+from .rest_paths import namespace_of
 from .service import MAX_PAGE, MemoryService
 from .telemetry import METRICS_PATH, HttpMetrics
 
@@ -110,11 +110,7 @@ __all__ = ["API_KEY_HEADER", "MAX_BODY_BYTES", "AccessControl", "BodyLimit", "Ra
 # ---------------------------------------------------------------------------------------
 # errors (the request plumbing, raw path segments, body size and API keys, is in .middleware)
 # ---------------------------------------------------------------------------------------
-def _ns(namespace: str) -> str:
-    try:
-        return unquote(namespace, errors="strict")
-    except UnicodeDecodeError:
-        raise NamespaceError("the namespace in the URL is not percent-encoded UTF-8") from None
+_ns = namespace_of
 
 
 def _id(node_id: str) -> str:
