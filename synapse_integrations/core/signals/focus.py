@@ -62,6 +62,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -245,6 +246,8 @@ def date_scope(view: Any, query: str, asked_at: float | None = None) -> np.ndarr
     """Episodes of the view said within the dates the question names, or from the start of
     the period its relative dates name (:func:`~..text.relative_dates.relative_period`);
     None: it names none, or no turn falls within them."""
+    if asked_at is None:  # now, to the minute: the readings are cached by (question, time)
+        asked_at = float(time.time() // 60 * 60)
     window = named_dates(query, asked_at) or relative_period(query, asked_at)
     if window is None:
         return None

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import calendar
 import re
+import time
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
@@ -120,15 +121,17 @@ def _starts(query: str, now: datetime) -> list[float]:
     return starts
 
 
-@lru_cache(maxsize=512)
 def relative_period(query: str, asked_at: float | None = None) -> tuple[float, float] | None:
     """The period from which the turns telling of the question's relative dates can come,
     as epoch seconds ``(start, end)`` (module docstring), or None when it holds none.
     ``asked_at``: when the question is asked (default now)."""
-    query = query[:QUERY_CHARS]
+    return _relative_period(query[:QUERY_CHARS], time.time() if asked_at is None else asked_at)
+
+
+@lru_cache(maxsize=512)
+def _relative_period(query: str, asked_at: float) -> tuple[float, float] | None:
     try:
-        now = datetime.fromtimestamp(asked_at, timezone.utc) if asked_at is not None \
-            else datetime.now(timezone.utc)
+        now = datetime.fromtimestamp(asked_at, timezone.utc)
     except (OverflowError, OSError, ValueError):  # a time no calendar holds: read as now
         now = datetime.now(timezone.utc)
     try:

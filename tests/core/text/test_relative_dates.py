@@ -108,3 +108,13 @@ def test_engine_last_month_is_read_against_the_questions_time(memory):
     assert [it.id for it in early.episodes()][0] == "old"
     items = {it.id: it for it in memory.retrieve(q, k=2, at=AT).episodes()}
     assert items["old"].components.focus < 0 and items["new"].components.focus == 0
+
+
+def test_now_is_read_at_each_call_not_frozen_by_the_cache(monkeypatch):
+    """A server runs for days: 'yesterday' asked today is not yesterday's 'yesterday'."""
+    import synapse_integrations.core.text.relative_dates as rd
+
+    monkeypatch.setattr(rd.time, "time", lambda: AT.timestamp())
+    first = relative_period("What did I cook yesterday?")
+    monkeypatch.setattr(rd.time, "time", lambda: AT.timestamp() + 3 * DAY)
+    assert relative_period("What did I cook yesterday?")[0] == first[0] + 3 * DAY
