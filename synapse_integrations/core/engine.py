@@ -54,7 +54,7 @@ from ..errors import (
     UnknownNamespaceError,
 )
 from ..firewall import Firewall, FirewallConfig
-from ..storage.chroma import list_namespaces, persistent_client
+from ..storage.chroma import has_namespace, persistent_client
 from ..storage.journal import ForgetJournal
 from ..storage.lock import DirectoryLock, NamespaceClaim
 from ..storage.snapshots import SnapshotStore
@@ -188,7 +188,7 @@ class Synapse(Lifetime, Upkeep, Inspection, AsyncTwins):
         self._client = client if client is not None else persistent_client(self.path / "chroma")
         loaded = self._snapshots.load_latest(
             validate=lambda manifest, files: validate_snapshot(manifest, files, namespace=namespace))
-        if loaded is None and not create and namespace not in list_namespaces(self._client):
+        if loaded is None and not create and not has_namespace(self._client, namespace):
             raise UnknownNamespaceError(
                 f"no memory named {namespace!r} under {self.path} (pass create=True to start one)")
         stored_cfg = stored_config(loaded[0]["config"]) if loaded else None

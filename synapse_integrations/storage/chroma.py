@@ -419,6 +419,20 @@ class ChromaFiles:
             raise StorageError(f"could not vacuum {self.path}: {exc}") from exc
 
 
+def has_namespace(client: Any, namespace: str) -> bool:
+    """Whether this Chroma holds the namespace's collections: one lookup by name, where
+    :func:`list_namespaces` reads every collection's metadata (seconds at 10,000
+    namespaces)."""
+    from chromadb.errors import NotFoundError
+
+    try:
+        with chroma_call():
+            client.get_collection(collection_name(namespace, "active"))
+    except (NotFoundError, ValueError):  # ValueError: Chroma releases before NotFoundError
+        return False
+    return True
+
+
 def list_namespaces(client: Any) -> list[str]:
     """Namespaces that have collections in this Chroma (read from collection metadata)."""
     out = set()

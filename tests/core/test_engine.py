@@ -384,6 +384,19 @@ def test_load_unknown_namespace_raises(tmp_path, embedder):
         Synapse.load(tmp_path / "nothing", namespace="bob", embedder=embedder)
 
 
+def test_load_finds_a_namespace_stored_before_its_first_snapshot(tmp_path, embedder):
+    """Its collections name it (one lookup by name); a namespace beside it with neither
+    snapshot nor collections is unknown."""
+    mem = Synapse(tmp_path / "m", namespace="alice", embedder=embedder, snapshot_every=10**9)
+    turn = mem.add_turn("Alice keeps her spare key under the blue flowerpot.")
+    mem._closed = True  # a crash before the first snapshot, as above
+    assert not any((tmp_path / "m").rglob("manifest.json"))
+    with Synapse.load(tmp_path / "m", namespace="alice", embedder=embedder) as again:
+        assert turn in again.graph
+    with pytest.raises(UnknownNamespaceError):
+        Synapse.load(tmp_path / "m", namespace="bob", embedder=embedder)
+
+
 def test_namespaces_are_isolated(tmp_path, embedder):
     a = Synapse(tmp_path / "m", namespace="alice", embedder=embedder)
     b = Synapse(tmp_path / "m", namespace="bob", embedder=embedder)
