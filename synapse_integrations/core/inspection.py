@@ -12,7 +12,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..storage.chroma import close_client, list_namespaces, persistent_client
+from ..storage.chroma import (
+    ChromaFiles,
+    close_client,
+    list_namespaces,
+    persistent_client,
+)
 from .retrieval.pipeline import RetrievalSteps
 from .state.validity import chain, interval
 
@@ -111,6 +116,9 @@ class Inspection:
     @staticmethod
     def namespaces(path: str | Path) -> list[str]:
         """Namespaces stored in the embedded Chroma under ``path``."""
+        found = ChromaFiles(Path(path) / "chroma" / "chroma.sqlite3").namespaces()
+        if found is not None:
+            return found
         client = persistent_client(Path(path) / "chroma")
         try:
             return list_namespaces(client)

@@ -241,7 +241,8 @@ def collection_name(namespace: str, role: str) -> str:
 #: tested with; pyproject.toml pins the same range.
 TESTED_CHROMA = ((1, 0), (1, 6))
 _EXPECTED_TABLES = {"embeddings_queue": {"topic", "id", "metadata"},
-                    "segments": {"id", "scope", "collection"}, "collections": {"id", "name"}}
+                    "segments": {"id", "scope", "collection"}, "collections": {"id", "name"},
+                    "collection_metadata": {"collection_id", "key", "str_value"}}
 
 #: Indexes this package adds to an embedded Chroma's database: ``(name, table, columns)``.
 #: Chroma's tables have none on these columns, yet its every write and read looks a
@@ -289,6 +290,24 @@ class ChromaFiles:
         con = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
         con.execute("PRAGMA busy_timeout = 30000")
         return con
+
+    def namespaces(self) -> list[str] | None:
+        """The namespaces this package stored in the database, read from Chroma's collection
+        metadata table in one query (the client's ``list_collections`` builds every
+        collection: seconds at 10,000 namespaces); None when the private schema cannot be
+        used (:meth:`schema_problem`) and the client must list them."""
+        if not self.path.is_file():
+            return []
+        with self._connection() as con:
+            problem = self.schema_problem(con)
+            if problem is not None:
+                logger.info("namespaces listed through the client: %s", problem)
+                return None
+            rows = con.execute(
+                "SELECT DISTINCT n.str_value FROM collection_metadata n JOIN collection_metadata l"
+                " ON l.collection_id = n.collection_id AND l.key = 'library' AND l.str_value = ?"
+                " WHERE n.key = 'namespace' AND n.str_value IS NOT NULL", (LIBRARY,)).fetchall()
+        return sorted(r[0] for r in rows)
 
     def schema_problem(self, con: Any) -> str | None:
         """Why the private schema cannot be used (None: it can)."""
@@ -419,6 +438,10 @@ class ChromaFiles:
             raise StorageError(f"could not vacuum {self.path}: {exc}") from exc
 
 
+#: The ``library`` metadata of this package's collections (beside others in one Chroma).
+LIBRARY = "synapse-integrations"
+
+
 def has_namespace(client: Any, namespace: str) -> bool:
     """Whether this Chroma holds the namespace's collections: one lookup by name, where
     :func:`list_namespaces` reads every collection's metadata (seconds at 10,000
@@ -440,6 +463,6 @@ def list_namespaces(client: Any) -> list[str]:
         collections = client.list_collections()
     for col in collections:
         meta = getattr(col, "metadata", None) or {}
-        if meta.get("library") == "synapse-integrations" and "namespace" in meta:
+        if meta.get("library") == LIBRARY and "namespace" in meta:
             out.add(meta["namespace"])
     return sorted(out)

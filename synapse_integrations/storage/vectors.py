@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StorageError
-from .chroma import ChromaFiles, chroma_call, collection_name, guarded
+from .chroma import LIBRARY, ChromaFiles, chroma_call, collection_name, guarded
 from .hnsw import check_index, zero_hnsw_slack
 
 # the chroma module's logger, as before the split into modules
@@ -50,7 +50,7 @@ class VectorCollection:
                     name,
                     embedding_function=None,
                     configuration={"hnsw": {"space": "cosine"}},
-                    metadata={"namespace": namespace, "role": role, "library": "synapse-integrations"},
+                    metadata={"namespace": namespace, "role": role, "library": LIBRARY},
                 ))
         except Exception as exc:
             raise StorageError(f"cannot open Chroma collection {name}: {exc}") from exc
@@ -204,7 +204,7 @@ class Tombstones:
                     col = self.client.get_or_create_collection(
                         self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
                         metadata={"namespace": self.namespace, "role": "forgotten",
-                                  "library": "synapse-integrations"})
+                                  "library": LIBRARY})
                 else:
                     col = self.client.get_collection(self.name, embedding_function=None)
             self._col = guarded(col)

@@ -121,3 +121,26 @@ def test_outside_the_tested_chroma_range_nothing_is_added(tmp_path, monkeypatch,
         assert ChromaFiles(db).add_lookup_indexes() is False
     assert "outside the tested range" in caplog.text
     assert not {name for name, _, _ in LOOKUP_INDEXES} & _indexes(db)
+
+
+def test_the_folders_namespaces_are_read_in_one_query_as_the_client_lists_them(tmp_path, monkeypatch):
+    """``Synapse.namespaces`` (the server's start, ``synapse inspect``) reads the collection
+    metadata table once instead of building every collection through the client; the
+    same names, a collection of another library left out; the client when the private
+    schema cannot be used."""
+    from synapse_integrations.storage.chroma import list_namespaces
+
+    for ns in ("alice", "team/bob", "carol"):
+        with Synapse(tmp_path, namespace=ns, embedder=HashEmbedder()) as mem:
+            mem.add_turn(f"{ns} keeps a blue notebook.")
+    client = persistent_client(tmp_path / "chroma")
+    client.get_or_create_collection("someone-elses", metadata={"namespace": "mallory"})
+    through_client = list_namespaces(client)
+    close_client(client)
+    files = ChromaFiles(tmp_path / "chroma" / "chroma.sqlite3")
+    assert files.namespaces() == through_client == ["alice", "carol", "team/bob"]
+    assert Synapse.namespaces(tmp_path) == through_client
+    assert ChromaFiles(tmp_path / "nothing.sqlite3").namespaces() == []
+    monkeypatch.setattr(ChromaFiles, "schema_problem", lambda self, con: "an untested schema")
+    assert files.namespaces() is None
+    assert Synapse.namespaces(tmp_path) == through_client  # listed through the client
