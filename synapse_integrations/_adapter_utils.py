@@ -78,18 +78,20 @@ __all__ = [
 When = Union[datetime, float, str]
 
 
-def time_kwargs(as_of: When | None = None, current_only: bool = False) -> dict[str, Any]:
-    """The time keywords of a read (``Synapse.retrieve``'s ``as_of`` / ``current_only``),
-    only those that are set, so an engine that does not know them still answers the
-    default read.
+def time_kwargs(as_of: When | None = None, current_only: bool = False,
+                at: When | None = None) -> dict[str, Any]:
+    """The time keywords of a read (``Synapse.retrieve``'s ``as_of`` / ``current_only`` /
+    ``at``, when the question is asked), only those that are set, so an engine that does
+    not know them still answers the default read.
 
-    >>> time_kwargs(), time_kwargs("2024-02-15", True)
-    ({}, {'as_of': '2024-02-15', 'current_only': True})
+    >>> time_kwargs(), time_kwargs("2024-02-15", True), time_kwargs(at="2024-03-01")
+    ({}, {'as_of': '2024-02-15', 'current_only': True}, {'at': '2024-03-01'})
     """
     if not isinstance(current_only, bool):
         raise InvalidTypeError(f"current_only must be a bool, got {type(current_only).__name__}")
     return {**({"as_of": as_of} if as_of is not None else {}),
-            **({"current_only": True} if current_only else {})}
+            **({"current_only": True} if current_only else {}),
+            **({"at": at} if at is not None else {})}
 
 #: The ``config["configurable"]`` keys that name a run's memory, first match wins: one
 #: memory per user across threads, else one per thread.

@@ -62,10 +62,13 @@ class SynapseRetriever(BaseRetriever):
     Time: ``as_of`` reads the memory as it stood then (nothing said later, replacements made
     later undone), ``current_only=True`` hides versions that were replaced (by
     ``Synapse.update`` or ``supersede``); by default an old version is returned right
-    below the one that replaced it. Both can be set on the retriever or per call:
+    below the one that replaced it. Both can be set on the retriever or per call. ``at``
+    (per call) is when the question is asked: "last month" in it is read against that time
+    (default ``as_of``, else now), for a conversation replayed after the fact:
 
     >>> SynapseRetriever(engine=mem, current_only=True).invoke("Where does Sam live?")  # doctest: +SKIP
     >>> retriever.invoke("Where did Sam live?", as_of="2024-02-15")   # doctest: +SKIP
+    >>> retriever.invoke("What did Sam cook last week?", at="2024-03-09")  # doctest: +SKIP
 
     Args:
         engine: the memory (a ``Synapse``).
@@ -105,16 +108,18 @@ class SynapseRetriever(BaseRetriever):
     def _k(self, k: int | None) -> int:
         return self.k if k is None else k
 
-    def _time(self, as_of: When | None, current_only: bool | None) -> dict[str, Any]:
+    def _time(self, as_of: When | None, current_only: bool | None, at: When | None = None
+              ) -> dict[str, Any]:
         """The time keywords of this call: the per-call values over the retriever's."""
         return time_kwargs(self.as_of if as_of is None else as_of,
-                           self.current_only if current_only is None else current_only)
+                           self.current_only if current_only is None else current_only, at)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, as_of: When | None = None,
-                                current_only: bool | None = None) -> list[Document]:
+                                current_only: bool | None = None,
+                                at: When | None = None) -> list[Document]:
         result = self.engine.retrieve(query, k=self._k(k), kinds=self.kinds,
-                                      **self._time(as_of, current_only))
+                                      **self._time(as_of, current_only, at))
         if self.judge is not None:
             result = self.judge.review(result)
         report_gate(run_manager, result)
@@ -123,9 +128,10 @@ class SynapseRetriever(BaseRetriever):
     async def _aget_relevant_documents(self, query: str, *,
                                        run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None, as_of: When | None = None,
-                                       current_only: bool | None = None) -> list[Document]:
+                                       current_only: bool | None = None,
+                                       at: When | None = None) -> list[Document]:
         result = await self.engine.aretrieve(query, k=self._k(k), kinds=self.kinds,
-                                             **self._time(as_of, current_only))
+                                             **self._time(as_of, current_only, at))
         if self.judge is not None:
             result = await self.judge.areview(result)
         await areport_gate(run_manager, result)

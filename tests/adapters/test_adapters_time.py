@@ -74,6 +74,25 @@ def test_langchain_retriever_fields_and_per_call_time(moved):
         retriever.invoke(QUESTION, as_of="last month")
 
 
+def test_langchain_retriever_reads_relative_dates_at_the_time_asked(tmp_path):
+    """``invoke(q, at=...)``: "last month" is read against when the question is asked."""
+    from synapse_integrations.langchain import SynapseRetriever
+
+    with Synapse(tmp_path / "m", embedder=HashingEmbedder()) as mem:
+        mem.add_turns([
+            {"text": "I cleaned my white sneakers with baking soda.", "speaker": "user",
+             "timestamp": "2023-01-05T10:00:00Z", "id": "old"},
+            {"text": "I cleaned my white sneakers and the suede boots.", "speaker": "user",
+             "timestamp": "2023-05-27T10:00:00Z", "id": "new"}])
+        retriever = SynapseRetriever(engine=mem, k=2, include_rejected=True)  # hashing vectors: the gate may refuse
+        q = "Which shoes did I clean last month?"
+        assert [d.id for d in retriever.invoke(q, at="2023-05-30")][0] == "new"
+        assert [d.id for d in retriever.invoke(q, at="2023-01-20")][0] == "old"
+        assert [d.id for d in asyncio.run(retriever.ainvoke(q, at="2023-01-20"))][0] == "old"
+        with pytest.raises(InvalidInputError, match="^at: "):
+            retriever.invoke(q, at="soon")
+
+
 # -- LangChain: agent tools -----------------------------------------------------------------
 def test_search_tool_reads_in_time_and_refuses_a_bad_date(moved):
     from synapse_integrations.langchain import create_synapse_tools
