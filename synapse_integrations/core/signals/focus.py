@@ -248,7 +248,7 @@ def date_scope(view: Any, query: str, asked_at: float | None = None) -> np.ndarr
     None: it names none, or no turn falls within them."""
     if asked_at is None:  # now, to the minute: the readings are cached by (question, time)
         asked_at = float(time.time() // 60 * 60)
-    window = named_dates(query, asked_at) or relative_period(query, asked_at)
+    window = named_dates(query, asked_at) or relative_period(query[:DATE_QUERY_CHARS], asked_at)
     if window is None:
         return None
     ts = view.times()

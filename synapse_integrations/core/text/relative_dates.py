@@ -17,16 +17,18 @@ Read (case-insensitive; the union of all found):
   units ``day``, ``week``, ``month``, ``year``): the moment ``N`` units back, less half of
   that offset (how far back people round "two weeks") and at least one day;
 * ``yesterday``, ``last night``;
-* ``last <weekday>``, ``last weekend``: the one of the week before the latest such day
-  (people say "last Thursday" of both; on LongMemEval dev the evidence of a "last Thursday"
-  asked on a Tuesday was said on the Monday and Tuesday a week before);
+* ``last <weekday>``, ``last weekend``: the latest such day before today, or the one a
+  week before it (people say "last Thursday" of both; on LongMemEval dev the evidence of a
+  "last Thursday" asked on a Tuesday was said on the Monday and Tuesday a week before);
 * ``last|past <unit>``: the previous calendar week (from Monday), month or year (not "the
   last week of the trip", a part of something);
-  ``last|past N <unit>s`` ("in the last two months"): ``N`` units back;
+* ``last|past N <unit>s`` ("in the last two months"): ``N`` units back.
+
 A unit without a count ("weeks ago" in "how many weeks ago...") asks for a count and names
 no period. Nor do ``today``, ``this weekend``, ``this month``: a question says them of now
 or of what is coming ("I'm rearranging my bedroom this weekend, any tips?"), whose answer
-can be any earlier preference. Named dates ("on 25 May, 2022") are :func:`~..signals.focus.named_dates`'.
+can be any earlier preference. Named dates ("on 25 May, 2022") are
+:func:`~synapse_integrations.core.signals.focus.named_dates`'.
 
 >>> from datetime import datetime, timezone
 >>> at = datetime(2023, 5, 30, 12, tzinfo=timezone.utc).timestamp()  # a Tuesday
@@ -57,8 +59,6 @@ DAY = 86400.0
 #: Of an ``N units ago`` offset, this share is added before it: "two weeks ago" is said of
 #: 10 to 21 days.
 AGO_SLACK = 0.5
-#: Only this many leading characters are read (as :data:`~..signals.focus.DATE_QUERY_CHARS`).
-QUERY_CHARS = 400
 
 _UNITS = "|".join(TIME_UNIT_DAYS)
 _UNIT = rf"({_UNITS})s?"
@@ -125,7 +125,7 @@ def relative_period(query: str, asked_at: float | None = None) -> tuple[float, f
     """The period from which the turns telling of the question's relative dates can come,
     as epoch seconds ``(start, end)`` (module docstring), or None when it holds none.
     ``asked_at``: when the question is asked (default now)."""
-    return _relative_period(query[:QUERY_CHARS], time.time() if asked_at is None else asked_at)
+    return _relative_period(query, time.time() if asked_at is None else asked_at)
 
 
 @lru_cache(maxsize=512)

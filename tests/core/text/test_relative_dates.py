@@ -118,3 +118,14 @@ def test_now_is_read_at_each_call_not_frozen_by_the_cache(monkeypatch):
     first = relative_period("What did I cook yesterday?")
     monkeypatch.setattr(rd.time, "time", lambda: AT.timestamp() + 3 * DAY)
     assert relative_period("What did I cook yesterday?")[0] == first[0] + 3 * DAY
+
+
+def test_only_the_start_of_a_long_question_is_read_for_relative_dates():
+    """As for named dates: a pasted text's "a week ago" is not the question's date."""
+    from synapse_integrations.core.signals.focus import DATE_QUERY_CHARS
+
+    t = AT.timestamp()
+    v = _view([("user", t - 40 * DAY), ("user", t - 2 * DAY)])
+    pasted = "Summarise this: " + "x" * DATE_QUERY_CHARS + " It happened a week ago."
+    assert date_scope(v, pasted, t) is None
+    assert date_scope(v, "What happened a week ago?", t).tolist() == [False, True]
