@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._adapter_utils import EnginePool, list_episodes, namespace_key, require
+from .._adapter_utils import EnginePool, list_episodes, namespace_key, require, time_kwargs
 from ..gate_judge import LLMGateJudge
 from ..namespace_keys import escape_value, parse_namespace_key, unescape_value
 
@@ -303,8 +303,7 @@ class SynapseStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         flt, as_of, current_only = time_of(op.filter)
-        time = {**({"as_of": as_of} if as_of is not None else {}),
-                **({"current_only": True} if current_only else {})}
+        time = time_kwargs(as_of, current_only)
         prefix = tuple(op.namespace_prefix)
         namespaces = [ns for ns in self._store_namespaces() if ns[:len(prefix)] == prefix]
         hits: list[tuple[float | None, dict[str, Any]]] = []
