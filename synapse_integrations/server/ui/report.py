@@ -12,6 +12,7 @@ its versions and links. From a folder (``--path``) or a server (``--url``).
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
 from datetime import datetime, timezone
@@ -95,11 +96,8 @@ def report_html(data: dict[str, Any]) -> str:
                         f'<script type="application/json" id="report-data">{embedded}</script>\n'
                         f"<script>\n{_inline_script(asset('app.js'))}\n</script>")
     return page.replace("<title>SYNAPSE memory explorer</title>",
-                        f"<title>SYNAPSE memory report: {_escape(data['namespace'])}</title>")
+                        f"<title>SYNAPSE memory report: {html.escape(data['namespace'], quote=False)}</title>")
 
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def cmd_inspect_html(args: argparse.Namespace) -> int:
