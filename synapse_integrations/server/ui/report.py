@@ -99,7 +99,6 @@ def report_html(data: dict[str, Any]) -> str:
                         f"<title>SYNAPSE memory report: {html.escape(data['namespace'], quote=False)}</title>")
 
 
-
 def cmd_inspect_html(args: argparse.Namespace) -> int:
     """``synapse inspect [NAMESPACE] --html FILE [--query Q]`` (the positional names the
     namespace; default ``--namespace``)."""
