@@ -145,9 +145,7 @@ def load_agent_data(path: str | Path, *, limit: int | None = None,
                             {"skipped_evidence": ds.skipped_evidence, "turn_text": turn_text})
     lme = load_longmemeval(path, limit=limit)
     memories = tuple(
-        BenchMemory(q.question_id,
-                    tuple({"text": t.text, "speaker": t.role, "timestamp": t.timestamp,
-                           "id": t.id} for t in q.turns),
+        BenchMemory(q.question_id, q.rows,
                     (BenchQuestion(q.question_id, q.question, q.category, q.evidence,
                                    q.abstention),))
         for q in lme.questions)

@@ -91,9 +91,7 @@ def longmemeval_updates(path: Any) -> list[Any]:
                 or when[ev[-1]] - when[ev[0]] < 86400 \
                 or PAST_CUES.search(q.question):
             continue
-        turns = tuple({"text": t.text, "speaker": t.role, "timestamp": t.timestamp, "id": t.id}
-                      for t in q.turns)
-        out.append(BenchMemory(q.question_id, turns, (BenchQuestion(
+        out.append(BenchMemory(q.question_id, q.rows, (BenchQuestion(
             q.question_id, q.question, q.category, tuple(ev), extra={"older": ev[0], "newer": ev[-1]}),)))
     return out
 

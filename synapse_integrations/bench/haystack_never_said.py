@@ -158,8 +158,7 @@ def _memories(questions: Sequence[Mapping[str, Any]], placed: Mapping[str, Any])
         own = ("haystack-abstention" if h.abstention else "haystack-answerable")
         out.append(BenchMemory(
             f"{q['id']}@{h.question_id}",
-            tuple({"text": t.text, "speaker": t.role, "timestamp": t.timestamp, "id": t.id}
-                  for t in h.turns),
+            h.rows,
             (BenchQuestion(q["id"], q["question"], "never_said", (), True,
                            {"split": q["split"], "haystack": h.question_id}),
              BenchQuestion(f"{q['id']}/{h.question_id}", h.question, own, h.evidence,

@@ -37,8 +37,7 @@ Example::
 
     ds = load_longmemeval("longmemeval_s_dev.json.gz", types=["multi-session"])
     q = ds.questions[0]
-    memory.add_turns([{"text": t.text, "speaker": t.role, "timestamp": t.timestamp,
-                       "id": t.id} for t in q.turns])
+    memory.add_turns(list(q.rows))  # text, speaker (the role), timestamp, id
 """
 
 from __future__ import annotations
@@ -131,6 +130,13 @@ class LongMemEvalQuestion:
     def session_of(self) -> dict[str, str]:
         """Turn id -> the (original) id of the session it belongs to."""
         return {t.id: t.session_id for t in self.turns}
+
+    @property
+    def rows(self) -> tuple[dict[str, Any], ...]:
+        """The haystack as ``add_turns`` rows (``text``, ``speaker``: the role,
+        ``timestamp``, ``id``), in order: what every benchmark stores for this question."""
+        return tuple({"text": t.text, "speaker": t.role, "timestamp": t.timestamp, "id": t.id}
+                     for t in self.turns)
 
 
 @dataclass(frozen=True)

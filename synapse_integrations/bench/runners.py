@@ -251,9 +251,7 @@ def run_longmemeval(
     ds = load_longmemeval(data, types=types, limit=limit)
     emb = embedder if isinstance(embedder, CachingEmbedder) else CachingEmbedder(embedder)
     memories = [
-        BenchMemory(q.question_id,
-                    tuple({"text": t.text, "speaker": t.role, "timestamp": t.timestamp,
-                           "id": t.id} for t in q.turns),
+        BenchMemory(q.question_id, q.rows,
                     (BenchQuestion(q.question_id, q.question, q.category, q.evidence,
                                    q.abstention,
                                    {"sessions": q.answer_session_ids,

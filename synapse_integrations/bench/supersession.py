@@ -159,9 +159,7 @@ def _memories(pairs: Sequence[Mapping[str, Any]], locomo: str | Path | None,
 
         for q in load_longmemeval(longmemeval).questions:
             if q.question_id in wanted:
-                out[q.question_id] = BenchMemory(q.question_id, tuple(
-                    {"text": t.text, "speaker": t.role, "timestamp": t.timestamp, "id": t.id}
-                    for t in q.turns), ())
+                out[q.question_id] = BenchMemory(q.question_id, q.rows, ())
     return out
 
 
