@@ -298,13 +298,14 @@ class RunState:
 
 
 def ingest_memory(memory: BenchMemory, cfg: SynapseConfig, embedder: CachingEmbedder,
-                  progress: Callable[..., Any] | None = None) -> Any:
+                  progress: Callable[..., Any] | None = None, *, lifecycle: Any = None) -> Any:
     """A fresh in-memory engine holding ``memory``'s turns, written as the benchmarks write
-    them (chunks of :data:`INGEST_CHUNK` turns, then ``consolidate()``); the caller closes it."""
+    them (chunks of :data:`INGEST_CHUNK` turns, then ``consolidate()``); the caller closes it.
+    ``lifecycle``: the engine's (``Synapse(lifecycle=...)``; default the offline rules)."""
     from ..core.engine import Synapse
 
     mem = Synapse(None, namespace=f"bench-{memory.name}"[:200], config=cfg, embedder=embedder,
-                  snapshot_every=10**9)
+                  snapshot_every=10**9, lifecycle=lifecycle)
     try:
         step = max(1, cfg.consolidation_interval or 5)
         step *= max(1, INGEST_CHUNK // step)

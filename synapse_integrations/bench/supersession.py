@@ -79,25 +79,17 @@ def measure(memories: Mapping[str, Any], pairs: Sequence[Mapping[str, Any]], *,
     the new one. Returns ``{"predicted": {(conversation, old, new): bool}, "fired":
     [(conversation, old, new), ...]}`` (every direct supersession made)."""
     from ..config import SynapseConfig
-    from ..core.engine import Synapse
     from ..embeddings.hashing import HashingEmbedder
-    from .retrieval import INGEST_CHUNK
+    from .retrieval import ingest_memory
 
     cfg = (config or SynapseConfig()).replace(reconsolidation=True)
     emb = embedder or HashingEmbedder()
     predicted: dict[tuple[str, str, str], bool] = {}
     fired: list[tuple[str, str, str]] = []
     for name, memory in memories.items():
-        mem = Synapse(None, namespace=f"supersession-{name}"[:200], config=cfg, embedder=emb,
-                      snapshot_every=10**9, lifecycle=lifecycle)
+        mem = ingest_memory(memory, cfg, emb, lifecycle=lifecycle)
         try:
-            step = max(1, cfg.consolidation_interval or 5)
-            step *= max(1, INGEST_CHUNK // step)
-            turns = [dict(t) for t in memory.turns]
-            for s in range(0, len(turns), step):
-                mem.add_turns(turns[s:s + step])
-            mem.consolidate()
-            for t in turns:
+            for t in memory.turns:
                 by = (mem.get(t["id"]) or {}).get("superseded_by")
                 if by:
                     fired.append((name, t["id"], by))
